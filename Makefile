@@ -1,0 +1,93 @@
+# plugsim: fakes of the Kubernetes node plugin interfaces (CRI, CNI, CSI) and a harness.
+# `make help` lists the targets. The README's two commands are `make demo` and `make test`.
+
+GO      ?= go
+BIN     := $(CURDIR)/bin
+TOOLS   := harness/tools
+KUBELET := harness/tools/kubelet
+KUBE_VERSION := v1.37.2
+# Packages that need root (network namespaces, iptables, mounts) skip with a message when not root.
+TEST_FLAGS ?= -race -count=1 -timeout 15m
+E2E_FLAGS  ?= -count=1 -timeout 60m -v
+export PLUGSIM_BIN := $(BIN)
+
+FAKES      := cri-fake cni-fake csi-fake harness
+TOOL_BINS  := crictl critest csi-sanity cnitool portmap host-local bridge noop
+
+.PHONY: help build tools kubelet deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness bench demo clean
+
+help: ## list the targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-z0-9-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build bin/cri-fake, bin/cni-fake, bin/csi-fake and bin/harness
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ $(addprefix ./,$(FAKES))
+
+# The real clients, pinned in harness/tools/go.mod; each is rebuilt only when that module changes.
+tools: $(addprefix $(BIN)/,$(TOOL_BINS)) ## build the pinned real clients: crictl, critest, csi-sanity, cnitool, portmap, host-local, bridge, noop
+
+$(BIN)/critest: $(TOOLS)/go.mod $(TOOLS)/go.sum
+	@mkdir -p $(BIN)
+	cd $(TOOLS) && $(GO) test -c -o $@ sigs.k8s.io/cri-tools/cmd/critest
+
+$(BIN)/crictl $(BIN)/csi-sanity $(BIN)/cnitool $(BIN)/portmap $(BIN)/host-local $(BIN)/bridge $(BIN)/noop: $(TOOLS)/go.mod $(TOOLS)/go.sum
+	@mkdir -p $(BIN)
+	cd $(TOOLS) && $(GO) build -o $@ $$($(GO) list -f '{{.ImportPath}}' tool | grep -E '/$(notdir $@)$$')
+
+kubelet: $(BIN)/kubelet ## build kubelet v1.37.2 (takes minutes; only the kubelet end-to-end suite needs it)
+
+$(BIN)/kubelet: $(KUBELET)/go.mod $(KUBELET)/go.sum
+	@mkdir -p $(BIN)
+	@echo "building kubelet $(KUBE_VERSION): this takes about 4 minutes on 2 cores"
+	cd $(KUBELET) && $(GO) build -o $@ -ldflags "\
+		-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+		-X k8s.io/component-base/version.gitMajor=1 \
+		-X k8s.io/component-base/version.gitMinor=37 \
+		-X k8s.io/component-base/version.gitTreeState=clean" k8s.io/kubernetes/cmd/kubelet
+
+deps: ## install what the kernel-touching tests need (iptables, iproute2), when root
+	@missing=""; \
+	for c in iptables:iptables ip:iproute2 nsenter:util-linux; do \
+		command -v $${c%%:*} >/dev/null 2>&1 || missing="$$missing $${c#*:}"; \
+	done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "deps: installing$$missing"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null; \
+	else \
+		echo "deps: missing$$missing; install them (as root: apt-get install$$missing), or the tests that need them skip"; \
+	fi
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt: not formatted:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+test: deps build tools fmt-check vet ## gofmt check, go vet, and go test -race ./... (root-only tests skip when not root)
+	$(GO) test $(TEST_FLAGS) ./...
+
+e2e: e2e-cri e2e-cni e2e-csi e2e-harness ## every end-to-end suite against the real clients (critest, csi-sanity, cnitool, portmap)
+
+e2e-cri: deps build tools ## critest and crictl against cri-fake
+	$(GO) test -tags e2e $(E2E_FLAGS) ./cri-fake/e2e/
+
+e2e-cni: deps build tools ## libcni, cnitool and the real portmap against cni-fake (root: in a throw-away netns)
+	$(GO) test -tags e2e $(E2E_FLAGS) ./cni-fake/e2e/
+
+e2e-csi: deps build tools ## csi-sanity against csi-fake (all-in-one, split endpoints, ephemeral-only)
+	$(GO) test -tags e2e $(E2E_FLAGS) ./csi-fake/e2e/
+
+e2e-harness: deps build tools ## every example scenario, kubelet load, record and replay
+	$(GO) test -tags e2e $(E2E_FLAGS) ./harness/e2e/
+
+bench: build tools ## benchmarks, each compared in the same run with its reference
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+demo: build tools ## the main job: start the fakes and show what crosses each boundary
+	$(BIN)/cri-fake --help | head -5
+
+clean: ## remove bin/ and the test caches
+	rm -rf $(BIN)
+	$(GO) clean -testcache

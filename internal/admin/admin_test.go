@@ -1,0 +1,87 @@
+package admin
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plugsim/plugsim/internal/faults"
+	"github.com/plugsim/plugsim/internal/trace"
+)
+
+func start(t *testing.T) (*Client, *trace.Recorder, *faults.Set, string) {
+	t.Helper()
+	rec, _ := trace.New(trace.Options{})
+	fs := faults.NewSet(0)
+	sock := filepath.Join(t.TempDir(), "admin.sock")
+	srv, err := Serve(sock, rec, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	c, err := NewClient("unix://" + sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, rec, fs, sock
+}
+
+func TestFaultsThroughAdmin(t *testing.T) {
+	c, _, fs, _ := start(t)
+	ids, err := c.AddFaults(faults.Rule{Method: "PullImage", Code: "Unavailable", Times: 1})
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("AddFaults = %v, %v", ids, err)
+	}
+	if _, hit := fs.Check("PullImage", nil); !hit {
+		t.Fatal("rule added through the admin socket does not apply")
+	}
+	if _, err := c.AddFaults(faults.Rule{Method: "X", Code: "Bogus"}); err == nil || !strings.Contains(err.Error(), "400") {
+		t.Fatalf("bad rule: err = %v", err)
+	}
+	// YAML bodies and faults files are accepted too.
+	for _, body := range []string{"method: Version\ncode: Internal\n", "rules:\n- method: Status\n  delay: 1ms\n", `[{"method":"A","code":"NotFound"}]`} {
+		resp, err := c.http.Post("http://admin/faults", "application/yaml", strings.NewReader(body))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %q: %v %v", body, resp.Status, err)
+		}
+		resp.Body.Close()
+	}
+	if n := len(fs.Rules()); n != 3 {
+		t.Fatalf("%d rules, want 3", n)
+	}
+	if err := c.ClearFaults(); err != nil || len(fs.Rules()) != 0 {
+		t.Fatalf("ClearFaults: %v, %d left", err, len(fs.Rules()))
+	}
+}
+
+func TestTraceThroughAdmin(t *testing.T) {
+	c, rec, _, _ := start(t)
+	rec.Record(trace.Event{Method: "A"})
+	rec.Record(trace.Event{Method: "B"})
+	evs, err := c.Trace(1)
+	if err != nil || len(evs) != 1 || evs[0].Method != "B" {
+		t.Fatalf("Trace(1) = %+v, %v", evs, err)
+	}
+	// follow: the events recorded after the request arrive on the open response.
+	resp, err := c.http.Get("http://admin/trace?follow=1&since=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		rec.Record(trace.Event{Method: "C"})
+	}()
+	line, err := bufio.NewReader(resp.Body).ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev trace.Event
+	if err := json.Unmarshal(line, &ev); err != nil || ev.Method != "C" {
+		t.Fatalf("followed event %s (%v)", line, err)
+	}
+}

@@ -1,0 +1,146 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func TestCheckMatching(t *testing.T) {
+	pull := &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "docker.io/library/nginx:1.27"}}
+	run := &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default"},
+		Labels:   map[string]string{"app": "shop"},
+	}}
+	for _, tc := range []struct {
+		name   string
+		rule   Rule
+		method string
+		req    any
+		hit    bool
+	}{
+		{"method name", Rule{Method: "PullImage", Code: "Unavailable"}, "/runtime.v1.ImageService/PullImage", pull, true},
+		{"full method", Rule{Method: "/runtime.v1.ImageService/PullImage", Code: "Unavailable"}, "/runtime.v1.ImageService/PullImage", pull, true},
+		{"other method", Rule{Method: "RemoveImage", Code: "Unavailable"}, "/runtime.v1.ImageService/PullImage", pull, false},
+		{"wildcard", Rule{Method: "*", Delay: Duration(time.Millisecond)}, "/runtime.v1.ImageService/PullImage", pull, true},
+		{"field glob", Rule{Method: "PullImage", Match: map[string]string{"image.image": "*nginx*"}, Code: "NotFound"}, "/runtime.v1.ImageService/PullImage", pull, true},
+		{"field mismatch", Rule{Method: "PullImage", Match: map[string]string{"image.image": "busybox*"}, Code: "NotFound"}, "/runtime.v1.ImageService/PullImage", pull, false},
+		{"json field name", Rule{Method: "RunPodSandbox", Match: map[string]string{"config.metadata.name": "web"}, Code: "Internal"}, "RunPodSandbox", run, true},
+		{"map entry", Rule{Method: "RunPodSandbox", Match: map[string]string{"config.labels.app": "shop"}, Code: "Internal"}, "RunPodSandbox", run, true},
+		{"missing field", Rule{Method: "RunPodSandbox", Match: map[string]string{"config.nothing": "x"}, Code: "Internal"}, "RunPodSandbox", run, false},
+		{"cni verb any case", Rule{Method: "add", Code: "11"}, "ADD", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewSet(1)
+			if _, err := s.Add(tc.rule); err != nil {
+				t.Fatal(err)
+			}
+			var fields Fields
+			switch r := tc.req.(type) {
+			case *runtimeapi.PullImageRequest:
+				fields = ProtoFields(r)
+			case *runtimeapi.RunPodSandboxRequest:
+				fields = ProtoFields(r)
+			}
+			if _, hit := s.Check(tc.method, fields); hit != tc.hit {
+				t.Fatalf("hit = %v, want %v", hit, tc.hit)
+			}
+		})
+	}
+}
+
+func TestTimesAndProbability(t *testing.T) {
+	s := NewSet(7)
+	s.Add(Rule{ID: "twice", Method: "StopContainer", Code: "DeadlineExceeded", Times: 2})
+	for i, want := range []bool{true, true, false} {
+		if _, hit := s.Check("StopContainer", nil); hit != want {
+			t.Fatalf("call %d: hit = %v, want %v", i, hit, want)
+		}
+	}
+	if len(s.Rules()) != 0 {
+		t.Fatal("a used-up rule should be removed")
+	}
+	s.Add(Rule{Method: "Version", Code: "Unavailable", Probability: 0.5})
+	hits := 0
+	for i := 0; i < 1000; i++ {
+		if _, hit := s.Check("Version", nil); hit {
+			hits++
+		}
+	}
+	if hits < 400 || hits > 600 {
+		t.Fatalf("probability 0.5 hit %d of 1000", hits)
+	}
+	if s.Rules()[0].Hits != hits {
+		t.Fatalf("hit count %d, want %d", s.Rules()[0].Hits, hits)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		rule Rule
+		want string
+	}{
+		{Rule{Code: "NotFound"}, "method is required"},
+		{Rule{Method: "X"}, "give a code, a delay, or both"},
+		{Rule{Method: "X", Code: "Nope"}, "neither a gRPC code name"},
+		{Rule{Method: "X", Code: "NotFound", Probability: 2}, "outside [0,1]"},
+		{Rule{Method: "X", Code: "NotFound", Times: -1}, "negative"},
+		{Rule{Method: "X", Code: "NotFound", Match: map[string]string{"a": "["}}, "bad pattern"},
+	} {
+		if err := tc.rule.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: err = %v, want %q", tc.rule, err, tc.want)
+		}
+	}
+	s := NewSet(0)
+	if _, err := s.Add(Rule{ID: "a", Method: "X", Code: "NotFound"}, Rule{ID: "a", Method: "Y", Code: "NotFound"}); err == nil {
+		t.Fatal("duplicate IDs accepted")
+	}
+}
+
+func TestParseFile(t *testing.T) {
+	f, err := ParseFile([]byte("seed: 3\nrules:\n- method: PullImage\n  code: Unavailable\n  delay: 150ms\n  times: 1\n"), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Seed != 3 || len(f.Rules) != 1 || time.Duration(f.Rules[0].Delay) != 150*time.Millisecond {
+		t.Fatalf("parsed %+v", f)
+	}
+	if _, err := ParseFile([]byte("rules:\n- method: X\n  cod: NotFound\n"), "f.yaml"); err == nil || !strings.Contains(err.Error(), "f.yaml") {
+		t.Fatalf("unknown key: err = %v", err)
+	}
+	if _, err := ParseFile([]byte("rules:\n- method: X\n  delay: soon\n"), "f.yaml"); err == nil {
+		t.Fatal("bad delay accepted")
+	}
+}
+
+func TestUnaryInterceptor(t *testing.T) {
+	s := NewSet(0)
+	s.Add(Rule{Method: "Version", Code: "Unavailable", Message: "runtime is down", Times: 1})
+	s.Add(Rule{Method: "Status", Delay: Duration(time.Hour)})
+	icpt := s.UnaryServerInterceptor()
+	called := 0
+	h := func(context.Context, any) (any, error) { called++; return "ok", nil }
+	_, err := icpt(context.Background(), &runtimeapi.VersionRequest{}, &grpc.UnaryServerInfo{FullMethod: "/runtime.v1.RuntimeService/Version"}, h)
+	if status.Code(err) != codes.Unavailable || status.Convert(err).Message() != "runtime is down" || called != 0 {
+		t.Fatalf("err = %v, called = %d", err, called)
+	}
+	if _, err := icpt(context.Background(), &runtimeapi.VersionRequest{}, &grpc.UnaryServerInfo{FullMethod: "/runtime.v1.RuntimeService/Version"}, h); err != nil || called != 1 {
+		t.Fatalf("second call: err = %v, called = %d", err, called)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = icpt(ctx, &runtimeapi.StatusRequest{}, &grpc.UnaryServerInfo{FullMethod: "/runtime.v1.RuntimeService/Status"}, h)
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("delayed call past its deadline: err = %v", err)
+	}
+	if err := (Fault{Delay: time.Hour}).Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait = %v", err)
+	}
+}

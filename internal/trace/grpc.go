@@ -1,0 +1,205 @@
+package trace
+
+import (
+	"context"
+	"encoding/json"
+	"path"
+	"strconv"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Redacted replaces the value of every secret field in a rendered message.
+const Redacted = "***stripped***"
+
+// Boundary names the two sides of a gRPC boundary for the events an interceptor records.
+type Boundary struct {
+	Interface string // CRI, CSI, REG
+	Caller    string // "kubelet"
+	Callee    string // "cri-fake"
+}
+
+// UnaryServerInterceptor records every unary call served. Requests and responses are rendered as
+// protojson, lazily, with secrets redacted (see Redact).
+func (r *Recorder) UnaryServerInterceptor(b Boundary) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		start := time.Now()
+		resp, err := handler(ctx, req)
+		r.Record(callEvent(b, info.FullMethod, start, req, resp, err))
+		return resp, err
+	}
+}
+
+// StreamServerInterceptor records every streaming call when it ends (GetContainerEvents, the
+// Stream* list calls). The request is the first message the client sent.
+func (r *Recorder) StreamServerInterceptor(b Boundary) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		start := time.Now()
+		rs := &recordingStream{ServerStream: ss}
+		err := handler(srv, rs)
+		ev := callEvent(b, info.FullMethod, start, rs.first, nil, err)
+		ev.Attrs = map[string]string{"stream": "true", "sent": strconv.Itoa(rs.sent)}
+		r.Record(ev)
+		return err
+	}
+}
+
+type recordingStream struct {
+	grpc.ServerStream
+	first any
+	sent  int
+}
+
+func (s *recordingStream) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	if err == nil && s.first == nil {
+		s.first = m
+	}
+	return err
+}
+
+func (s *recordingStream) SendMsg(m any) error {
+	s.sent++
+	return s.ServerStream.SendMsg(m)
+}
+
+func callEvent(b Boundary, fullMethod string, start time.Time, req, resp any, err error) Event {
+	ev := Event{
+		Time:       start,
+		Interface:  b.Interface,
+		Caller:     b.Caller,
+		Callee:     b.Callee,
+		Service:    path.Dir(fullMethod)[1:],
+		Method:     path.Base(fullMethod),
+		Code:       status.Code(err).String(),
+		DurationNS: int64(time.Since(start)),
+	}
+	if err != nil {
+		ev.Error = status.Convert(err).Message()
+	}
+	ev.SetRenderer(func(e *Event) {
+		e.Request = RenderProto(req)
+		if err == nil {
+			e.Response = RenderProto(resp)
+		}
+	})
+	return ev
+}
+
+// RenderProto renders a protobuf message as compact protojson with secrets redacted; anything else
+// renders as nil.
+func RenderProto(v any) json.RawMessage {
+	m, ok := v.(proto.Message)
+	if !ok || m == nil {
+		return nil
+	}
+	b, err := protojson.MarshalOptions{UseProtoNames: false, EmitUnpopulated: false}.Marshal(Redact(m))
+	if err != nil {
+		return nil
+	}
+	// protojson output is not stable in its white space; compact it so traces diff cleanly.
+	var out json.RawMessage
+	if json.Unmarshal(b, &out) != nil {
+		return nil
+	}
+	if c, err := json.Marshal(out); err == nil {
+		return c
+	}
+	return out
+}
+
+// secretNames are the CRI fields that carry credentials (runtime.v1 AuthConfig).
+var secretNames = map[protoreflect.Name]bool{
+	"password":       true,
+	"auth":           true,
+	"identity_token": true,
+	"registry_token": true,
+}
+
+// Redact returns m, or a copy of m in which every secret is replaced: CSI fields marked with the
+// csi_secret option (the rule csi-lib-utils' protosanitizer applies) and the credential fields of
+// CRI's AuthConfig. Messages without secrets are returned as they are, without a copy.
+func Redact(m proto.Message) proto.Message {
+	if !hasSecret(m.ProtoReflect()) {
+		return m
+	}
+	c := proto.Clone(m)
+	redact(c.ProtoReflect())
+	return c
+}
+
+func isSecret(fd protoreflect.FieldDescriptor) bool {
+	if fd.Kind() == protoreflect.StringKind && secretNames[fd.Name()] && fd.ContainingMessage().Name() == "AuthConfig" {
+		return true
+	}
+	opts := fd.Options()
+	if opts == nil {
+		return false
+	}
+	s, ok := proto.GetExtension(opts, csi.E_CsiSecret).(bool)
+	return ok && s
+}
+
+func hasSecret(m protoreflect.Message) bool {
+	found := false
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case isSecret(fd):
+			found = true
+		case fd.Kind() == protoreflect.MessageKind && fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len() && !found; i++ {
+				found = hasSecret(l.Get(i).Message())
+			}
+		case fd.Kind() == protoreflect.MessageKind && fd.IsMap():
+			if fd.MapValue().Kind() == protoreflect.MessageKind {
+				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+					found = hasSecret(mv.Message())
+					return !found
+				})
+			}
+		case fd.Kind() == protoreflect.MessageKind:
+			found = hasSecret(v.Message())
+		}
+		return !found
+	})
+	return found
+}
+
+func redact(m protoreflect.Message) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case isSecret(fd) && fd.IsMap():
+			mp := m.Mutable(fd).Map()
+			mp.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
+				mp.Set(k, protoreflect.ValueOfString(Redacted))
+				return true
+			})
+		case isSecret(fd) && fd.Kind() == protoreflect.StringKind && !fd.IsList():
+			m.Set(fd, protoreflect.ValueOfString(Redacted))
+		case isSecret(fd):
+			m.Clear(fd)
+		case fd.Kind() == protoreflect.MessageKind && fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				redact(l.Get(i).Message())
+			}
+		case fd.Kind() == protoreflect.MessageKind && fd.IsMap():
+			if fd.MapValue().Kind() == protoreflect.MessageKind {
+				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+					redact(mv.Message())
+					return true
+				})
+			}
+		case fd.Kind() == protoreflect.MessageKind:
+			redact(v.Message())
+		}
+		return true
+	})
+}
