@@ -1,0 +1,175 @@
+// Package collect gathers the boundary trace from wherever the fakes write it, an in-process
+// recorder, a fake's admin socket (GET /trace) or a JSON-lines trace file such as the one cni-fake
+// appends to, and merges the events of all of them into one timeline.
+package collect
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+
+	"github.com/plugsim/plugsim/internal/admin"
+	"github.com/plugsim/plugsim/internal/trace"
+)
+
+// Source yields the events recorded since its previous call.
+type Source interface {
+	// Name says where the events come from, for error messages.
+	Name() string
+	Next() ([]trace.Event, error)
+}
+
+// Recorder reads an in-process recorder (a fake started with its Go API).
+func Recorder(name string, r *trace.Recorder) Source {
+	return &recorderSource{name: name, r: r, last: lastSeq(r.Events())}
+}
+
+type recorderSource struct {
+	name string
+	r    *trace.Recorder
+	mu   sync.Mutex
+	last uint64
+}
+
+func (s *recorderSource) Name() string { return s.name }
+
+func (s *recorderSource) Next() ([]trace.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []trace.Event
+	for _, ev := range s.r.Events() {
+		if ev.Seq > s.last {
+			out = append(out, ev)
+			s.last = ev.Seq
+		}
+	}
+	return out, nil
+}
+
+func lastSeq(evs []trace.Event) uint64 {
+	if len(evs) == 0 {
+		return 0
+	}
+	return evs[len(evs)-1].Seq
+}
+
+// Admin reads a running fake's admin socket; only events recorded after this call are returned.
+func Admin(name, ep string) (Source, error) {
+	c, err := admin.NewClient(ep)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := c.Trace(0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &adminSource{name: name, c: c, last: lastSeq(evs)}, nil
+}
+
+type adminSource struct {
+	name string
+	c    *admin.Client
+	mu   sync.Mutex
+	last uint64
+}
+
+func (s *adminSource) Name() string { return s.name }
+
+func (s *adminSource) Next() ([]trace.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	evs, err := s.c.Trace(s.last)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.name, err)
+	}
+	if len(evs) > 0 {
+		s.last = lastSeq(evs)
+	}
+	return evs, nil
+}
+
+// File follows a JSON-lines trace file from its current end (fromStart false) or from its first
+// line. A file that does not exist yet is empty.
+func File(name, path string, fromStart bool) Source {
+	s := &fileSource{name: name, path: path}
+	if !fromStart {
+		if fi, err := os.Stat(path); err == nil {
+			s.off = fi.Size()
+		}
+	}
+	return s
+}
+
+type fileSource struct {
+	name string
+	path string
+	mu   sync.Mutex
+	off  int64
+}
+
+func (s *fileSource) Name() string { return s.name }
+
+func (s *fileSource) Next() ([]trace.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, err := os.Open(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(s.off, io.SeekStart); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(bufio.NewReader(f))
+	if err != nil {
+		return nil, err
+	}
+	// Only whole lines: a writer may be half-way through one.
+	end := bytes.LastIndexByte(data, '\n')
+	if end < 0 {
+		return nil, nil
+	}
+	evs, err := trace.Read(bytes.NewReader(data[:end+1]), s.path)
+	s.off += int64(end + 1)
+	return evs, err
+}
+
+// Collector merges several sources.
+type Collector struct {
+	Sources []Source
+}
+
+// Next returns the new events of every source, ordered by start time. A source that fails does
+// not hide the others' events; its error is returned alongside them.
+func (c *Collector) Next() ([]trace.Event, error) {
+	var lists [][]trace.Event
+	var errs []error
+	for _, s := range c.Sources {
+		evs, err := s.Next()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		lists = append(lists, evs)
+	}
+	return Merge(lists...), errors.Join(errs...)
+}
+
+// Merge orders events from several recorders by the time each call started. A call that started
+// inside another one (CNI ADD inside RunPodSandbox) therefore follows it, the way the source note
+// draws the chain.
+func Merge(lists ...[]trace.Event) []trace.Event {
+	var out []trace.Event
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out
+}

@@ -1,0 +1,163 @@
+// Package diagram draws the boundary trace: every call that crossed an interface, as text lines in
+// the source note's drawing style, as a Mermaid sequence diagram and as a self-contained SVG.
+//
+//	kubelet ──CRI──▶ cri-fake  RunPodSandbox 1.2ms
+//	cri-fake ──CNI ADD──▶ cni-fake → portmap
+//	kubelet ──CSI──▶ csi-fake (node)  NodePublishVolume 0.3ms
+package diagram
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/plugsim/plugsim/internal/trace"
+)
+
+// Section is a titled group of events: the calls one scenario step caused.
+type Section struct {
+	Title string
+	// Failed marks a step whose expectation did not hold.
+	Failed bool
+	Events []trace.Event
+}
+
+// Roles says which Kubernetes component makes a CSI call, per the CSI sidecars and the kubelet
+// (research/csi.md §3.2–3.5): the external-provisioner creates and deletes volumes, the
+// external-attacher publishes them to nodes, the kubelet does everything on the node.
+var Roles = map[string]string{
+	"CreateVolume":              "external-provisioner",
+	"DeleteVolume":              "external-provisioner",
+	"GetCapacity":               "external-provisioner",
+	"ControllerPublishVolume":   "external-attacher",
+	"ControllerUnpublishVolume": "external-attacher",
+	"ListVolumes":               "external-attacher",
+	"ControllerExpandVolume":    "external-resizer",
+	"ControllerModifyVolume":    "external-resizer",
+	"CreateSnapshot":            "external-snapshotter",
+	"DeleteSnapshot":            "external-snapshotter",
+	"ListSnapshots":             "external-snapshotter",
+}
+
+// Role returns the component a harness step impersonates for a call.
+func Role(iface, method string) string {
+	if strings.EqualFold(iface, trace.CSI) {
+		if r, ok := Roles[method]; ok {
+			return r
+		}
+	}
+	return "kubelet"
+}
+
+// Callee names the receiving side. CSI calls are told apart by the plugin half that serves them,
+// because the note's point is that a driver comes in two parts: the controller plugin (a
+// Deployment) and the node plugin (a DaemonSet).
+func Callee(ev trace.Event) string {
+	c := ev.Callee
+	if c == "" {
+		c = "?"
+	}
+	if ev.Interface != trace.CSI || strings.Contains(c, "(") {
+		return c
+	}
+	switch {
+	case strings.HasSuffix(ev.Service, ".Node"):
+		return c + " (node)"
+	case strings.HasSuffix(ev.Service, ".Controller"), strings.HasSuffix(ev.Service, ".GroupController"):
+		return c + " (controller)"
+	case strings.HasPrefix(ev.Caller, "external-"):
+		return c + " (controller)"
+	}
+	return c + " (node)"
+}
+
+// Caller names the calling side.
+func Caller(ev trace.Event) string {
+	if ev.Caller == "" {
+		return "?"
+	}
+	return ev.Caller
+}
+
+// Chain returns the plugins of a CNI call after the callee ("portmap"), from the attributes
+// cri-fake or cni-fake record.
+func Chain(ev trace.Event) []string {
+	for _, k := range []string{"chain", "plugins", "next"} {
+		if v := ev.Attrs[k]; v != "" {
+			var out []string
+			for _, p := range strings.Split(v, ",") {
+				if p = strings.TrimSpace(p); p != "" && p != ev.Callee {
+					out = append(out, p)
+				}
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// Label is what an arrow says: the interface, and for CNI the verb.
+func Label(ev trace.Event) string {
+	if ev.Interface == trace.CNI {
+		return "CNI " + ev.Method
+	}
+	return ev.Interface
+}
+
+// Ms formats a duration for a trace: 1.2ms, 35µs, 2.1s.
+func Ms(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0ms"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
+	}
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+// Line renders one event the way the source note draws the interfaces.
+func Line(ev trace.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s ──%s──▶ %s", Caller(ev), Label(ev), Callee(ev))
+	for _, p := range Chain(ev) {
+		b.WriteString(" → " + p)
+	}
+	if ev.Interface != trace.CNI {
+		b.WriteString("  " + ev.Method)
+	} else if id := ev.Attrs["containerID"]; id != "" {
+		b.WriteString("  " + short(id))
+	}
+	b.WriteString(" " + Ms(ev.Duration()))
+	if ev.Code != "" && ev.Code != "OK" {
+		fmt.Fprintf(&b, "  ✗ %s", ev.Code)
+		if ev.Error != "" {
+			b.WriteString(": " + oneLine(ev.Error, 100))
+		}
+	}
+	return b.String()
+}
+
+func short(id string) string {
+	if len(id) > 13 {
+		return id[:13]
+	}
+	return id
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len([]rune(s)) > max {
+		s = string([]rune(s)[:max-1]) + "…"
+	}
+	return s
+}
+
+// Text writes the events as trace lines, each indented by indent.
+func Text(w io.Writer, indent string, events []trace.Event) {
+	for _, ev := range events {
+		fmt.Fprintln(w, indent+Line(ev))
+	}
+}

@@ -1,0 +1,63 @@
+package diagram
+
+import (
+	"encoding/xml"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plugsim/plugsim/internal/trace"
+)
+
+var sample = []trace.Event{
+	{Interface: trace.CRI, Caller: "kubelet", Callee: "cri-fake", Service: "runtime.v1.RuntimeService", Method: "RunPodSandbox", Code: "OK", DurationNS: int64(1200 * time.Microsecond)},
+	{Interface: trace.CNI, Caller: "cri-fake", Callee: "cni-fake", Method: "ADD", Code: "OK", DurationNS: int64(3 * time.Millisecond), Attrs: map[string]string{"chain": "cni-fake,portmap"}},
+	{Interface: trace.CSI, Caller: "kubelet", Callee: "csi-fake", Service: "csi.v1.Node", Method: "NodePublishVolume", Code: "OK", DurationNS: int64(300 * time.Microsecond)},
+	{Interface: trace.CSI, Caller: "external-provisioner", Callee: "csi-fake", Service: "csi.v1.Controller", Method: "CreateVolume", Code: "AlreadyExists", Error: "volume <x> & \"y\"", DurationNS: 5000},
+}
+
+func TestLineDrawsLikeTheSourceNote(t *testing.T) {
+	want := []string{
+		"kubelet ──CRI──▶ cri-fake  RunPodSandbox 1.2ms",
+		"cri-fake ──CNI ADD──▶ cni-fake → portmap 3.0ms",
+		"kubelet ──CSI──▶ csi-fake (node)  NodePublishVolume 300µs",
+		"external-provisioner ──CSI──▶ csi-fake (controller)  CreateVolume 5µs  ✗ AlreadyExists: volume <x> & \"y\"",
+	}
+	for i, ev := range sample {
+		if got := Line(ev); got != want[i] {
+			t.Errorf("Line(%s) =\n  %s\nwant\n  %s", ev.Method, got, want[i])
+		}
+	}
+}
+
+func TestSVGIsWellFormedAndNamesEveryone(t *testing.T) {
+	svg := string(SVG("pod <lifecycle>", "4 calls", []Section{{Title: "1. start", Events: sample[:2]}, {Title: "2. volume", Failed: true, Events: sample[2:]}}))
+	d := xml.NewDecoder(strings.NewReader(svg))
+	for {
+		_, err := d.Token()
+		if err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("SVG is not well-formed XML: %v", err)
+			}
+			break
+		}
+	}
+	for _, want := range []string{">kubelet<", ">cri-fake<", ">cni-fake<", ">portmap<", ">csi-fake (node)<", ">external-provisioner<", "RunPodSandbox", "✗ AlreadyExists", "pod &lt;lifecycle&gt;"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("SVG lacks %q", want)
+		}
+	}
+	// Callers stand left of the plugins they call.
+	if strings.Index(svg, ">kubelet<") > strings.Index(svg, ">cri-fake<") {
+		t.Error("kubelet is drawn right of cri-fake")
+	}
+}
+
+func TestMermaid(t *testing.T) {
+	m := Mermaid("demo", []Section{{Title: "1. start", Events: sample}})
+	for _, want := range []string{"sequenceDiagram", "participant p0 as kubelet", "->>", "-x", "CNI ADD (chained)", "Note over"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("Mermaid lacks %q:\n%s", want, m)
+		}
+	}
+}

@@ -1,0 +1,210 @@
+package diagram
+
+import (
+	"fmt"
+	"html"
+	"strings"
+
+	"github.com/plugsim/plugsim/internal/trace"
+)
+
+// SVG geometry, in pixels.
+const (
+	colW      = 230 // distance between two lifelines
+	margin    = 24
+	headerH   = 64
+	boxH      = 40
+	rowH      = 34
+	sectionH  = 28
+	legendH   = 40
+	maxEvents = 600 // a kubelet load trace is cut here; the text trace has everything
+)
+
+// Interface colours: one per boundary, so the eye sees which interface a call crosses.
+var ifaceColour = map[string]string{
+	trace.CRI:          "#1f6feb",
+	trace.CNI:          "#d9480f",
+	trace.CSI:          "#8250df",
+	trace.Registration: "#57606a",
+}
+
+func colour(iface string) string {
+	if c, ok := ifaceColour[iface]; ok {
+		return c
+	}
+	return "#57606a"
+}
+
+// boxColour tints a participant by what it is: the kubelet and sidecars (callers), the runtime,
+// the network plugins and the storage plugins.
+func boxColour(p string) (fill, stroke string) {
+	switch {
+	case p == "kubelet" || p == "harness" || strings.HasPrefix(p, "external-"):
+		return "#eef2f7", "#57606a"
+	case strings.HasPrefix(p, "cri"):
+		return "#ddeafe", "#1f6feb"
+	case strings.HasPrefix(p, "cni") || p == "portmap":
+		return "#fff0e6", "#d9480f"
+	case strings.HasPrefix(p, "csi"):
+		return "#f1e9fe", "#8250df"
+	}
+	return "#f6f8fa", "#57606a"
+}
+
+// SVG renders the sections as a self-contained sequence diagram: participants across the top,
+// one arrow per call, coloured by interface, red with its gRPC code when the call failed, and a
+// band per scenario step.
+func SVG(title, subtitle string, sections []Section) []byte {
+	ps := participants(sections)
+	if len(ps) == 0 {
+		ps = []string{"kubelet"}
+	}
+	x := map[string]int{}
+	for i, p := range ps {
+		x[p] = margin + colW/2 + i*colW
+	}
+	width := margin*2 + colW*len(ps)
+	if width < 760 {
+		width = 760
+	}
+
+	var body strings.Builder
+	y := headerH + boxH + 16
+	shown, cut := 0, 0
+	for _, s := range sections {
+		if s.Title != "" {
+			fill, mark, tc := "#f6f8fa", "✓", "#1a7f37"
+			if s.Failed {
+				fill, mark, tc = "#ffebe9", "✗", "#cf222e"
+			}
+			fmt.Fprintf(&body, `<rect x="%d" y="%d" width="%d" height="%d" rx="4" fill="%s"/>`+"\n",
+				margin/2, y, width-margin, sectionH-6, fill)
+			fmt.Fprintf(&body, `<text x="%d" y="%d" class="step"><tspan fill="%s">%s</tspan> %s</text>`+"\n",
+				margin, y+16, tc, mark, esc(oneLine(s.Title, 110)))
+			y += sectionH
+		}
+		for _, ev := range s.Events {
+			if shown >= maxEvents {
+				cut++
+				continue
+			}
+			shown++
+			y = arrow(&body, x, y, ev)
+		}
+	}
+	if cut > 0 {
+		fmt.Fprintf(&body, `<text x="%d" y="%d" class="note">… %d more calls not drawn (see the text trace)</text>`+"\n", margin, y+16, cut)
+		y += rowH
+	}
+	height := y + legendH + margin
+
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="DejaVu Sans, Verdana, Arial, sans-serif">`+"\n",
+		width, height, width, height)
+	b.WriteString(`<style>
+  text { font-size: 13px; fill: #1f2328; }
+  .title { font-size: 18px; font-weight: bold; }
+  .subtitle { font-size: 12px; fill: #57606a; }
+  .box { font-size: 14px; font-weight: bold; }
+  .step { font-size: 13px; font-weight: bold; }
+  .call { font-size: 12.5px; font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; }
+  .dur { font-size: 11px; fill: #57606a; }
+  .err { font-size: 11.5px; fill: #cf222e; font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; }
+  .note { font-size: 12px; fill: #57606a; font-style: italic; }
+</style>
+`)
+	b.WriteString("<defs>\n")
+	for _, c := range []string{"#1f6feb", "#d9480f", "#8250df", "#57606a", "#cf222e"} {
+		fmt.Fprintf(&b, `<marker id="a%s" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="%s"/></marker>`+"\n", c[1:], c)
+	}
+	b.WriteString("</defs>\n")
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
+	fmt.Fprintf(&b, `<text x="%d" y="30" class="title">%s</text>`+"\n", margin, esc(oneLine(title, 120)))
+	if subtitle != "" {
+		fmt.Fprintf(&b, `<text x="%d" y="50" class="subtitle">%s</text>`+"\n", margin, esc(oneLine(subtitle, 160)))
+	}
+	// Lifelines first, so arrows and bands are drawn over them.
+	for _, p := range ps {
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#8c959f" stroke-dasharray="4 4"/>`+"\n",
+			x[p], headerH+boxH, x[p], height-legendH-margin/2)
+	}
+	for _, p := range ps {
+		fill, stroke := boxColour(p)
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" rx="6" fill="%s" stroke="%s" stroke-width="1.5"/>`+"\n",
+			x[p]-colW/2+14, headerH, colW-28, boxH, fill, stroke)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" class="box">%s</text>`+"\n", x[p], headerH+25, esc(p))
+	}
+	b.WriteString(body.String())
+	// Legend: which colour is which interface.
+	ly := height - legendH + 4
+	lx := margin
+	for _, l := range []struct{ iface, text string }{
+		{trace.CRI, "CRI: kubelet → container runtime (gRPC)"},
+		{trace.CNI, "CNI: runtime → network plugins (exec)"},
+		{trace.CSI, "CSI: kubelet and sidecars → storage driver (gRPC)"},
+	} {
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2.5"/>`+"\n", lx, ly, lx+26, ly, colour(l.iface))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" class="subtitle">%s</text>`+"\n", lx+32, ly+4, esc(l.text))
+		lx += 32 + 8*len(l.text)
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d" class="subtitle">red arrow: the call failed, with its gRPC or CNI error code</text>`+"\n", margin, ly+22)
+	b.WriteString("</svg>\n")
+	return []byte(b.String())
+}
+
+// arrow draws one call (and the chained CNI plugins after it) starting at row y, returning the
+// next row's y.
+func arrow(b *strings.Builder, x map[string]int, y int, ev trace.Event) int {
+	from, to := x[Caller(ev)], x[Callee(ev)]
+	failed := ev.Code != "" && ev.Code != "OK"
+	c := colour(ev.Interface)
+	if failed {
+		c = "#cf222e"
+	}
+	ay := y + 22
+	label := ev.Method
+	if ev.Interface == trace.CNI {
+		label = "CNI " + ev.Method
+	}
+	mid := (from + to) / 2
+	dash := ""
+	if ev.Interface == trace.CNI {
+		dash = ` stroke-dasharray="7 3"` // exec, not gRPC
+	}
+	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s marker-end="url(#a%s)"/>`+"\n",
+		from, ay, to-sign(to-from)*2, ay, c, dash, c[1:])
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" class="call">%s <tspan class="dur">%s</tspan></text>`+"\n",
+		mid, ay-6, esc(label), esc(Ms(ev.Duration())))
+	y += rowH
+	if failed {
+		msg := ev.Code
+		if ev.Error != "" {
+			msg += ": " + ev.Error
+		}
+		fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" class="err">✗ %s</text>`+"\n", mid, y-4, esc(oneLine(msg, 70)))
+		y += 12
+	}
+	prev := to
+	for _, p := range Chain(ev) {
+		ny := y + 22
+		fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2" stroke-dasharray="7 3" marker-end="url(#a%s)"/>`+"\n",
+			prev, ny, x[p]-sign(x[p]-prev)*2, ny, colour(trace.CNI), colour(trace.CNI)[1:])
+		fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" class="call">%s <tspan class="dur">chained</tspan></text>`+"\n",
+			(prev+x[p])/2, ny-6, esc("CNI "+ev.Method))
+		prev = x[p]
+		y += rowH
+	}
+	return y
+}
+
+func sign(n int) int {
+	switch {
+	case n < 0:
+		return -1
+	case n > 0:
+		return 1
+	}
+	return 0
+}
+
+func esc(s string) string { return html.EscapeString(s) }
