@@ -1,0 +1,333 @@
+// Package server runs csi-fake in-process: the CSI driver on its unix socket(s), the kubelet plugin
+// registration socket, the trace recorder, the fault rules and the admin socket. The csi-fake
+// command is a thin flag parser over Start; the harness and tests call Start directly, so several
+// servers can run in one process (there is no package-level state).
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/kubernetes-csi/csi-lib-utils/protosanitizer"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+
+	"github.com/plugsim/plugsim/csi-fake/driver"
+	"github.com/plugsim/plugsim/csi-fake/state"
+	"github.com/plugsim/plugsim/internal/admin"
+	"github.com/plugsim/plugsim/internal/endpoint"
+	"github.com/plugsim/plugsim/internal/faults"
+	"github.com/plugsim/plugsim/internal/trace"
+)
+
+// DefaultPluginRegistryDir is where the kubelet's plugin watcher looks for registration sockets.
+const DefaultPluginRegistryDir = "/var/lib/kubelet/plugins_registry"
+
+// Options configure a server. The zero value serves every service on a fresh socket in a temp
+// directory, with state in memory, attach required and fake mounts.
+type Options struct {
+	// Endpoint is the CSI socket (unix:///path.sock); empty means a fresh socket in a temp dir.
+	Endpoint string
+	// ControllerEndpoint, when set, serves Identity and the controller services on a second
+	// socket (csi-sanity --csi.controllerendpoint); Endpoint still serves everything.
+	ControllerEndpoint string
+
+	Mode       driver.Mode // all (default), controller or node
+	DriverName string      // default csi.plugsim.dev
+	NodeID     string      // default the host name
+	// StateDir persists the state (state.json) and holds the volumes' data; empty means state in
+	// memory and data in a temp dir removed by Close.
+	StateDir          string
+	Capacity          int64 // bytes; 0 means 1 TiB
+	MaxVolumesPerNode int64
+	Topology          map[string]string
+	// NoAttach drops PUBLISH_UNPUBLISH_VOLUME (--attach-required=false).
+	NoAttach      bool
+	EphemeralOnly bool
+	Mount         driver.MountMode // fake (default) or bind
+	KnownNodes    []string
+
+	// Register serves the kubelet registration API on
+	// <PluginRegistryDir>/<DriverName>-reg.sock.
+	Register          bool
+	PluginRegistryDir string // default DefaultPluginRegistryDir
+	// KubeletRegistrationPath is the CSI socket path as the kubelet sees it (GetInfo's endpoint);
+	// empty means Endpoint's path.
+	KubeletRegistrationPath string
+
+	// Recorder receives the trace; nil means a new one (with TraceFile, if set).
+	Recorder  *trace.Recorder
+	TraceFile string
+	// Faults are the fault rules; nil means a new set (loaded from FaultsFile, if set).
+	Faults     *faults.Set
+	FaultsFile string
+	// AdminSocket, when set, serves the admin HTTP API (trace and faults) there.
+	AdminSocket string
+
+	// Log receives the server's messages; nil discards them.
+	Log *slog.Logger
+	// LogCalls logs every call with its request, secrets stripped by csi-lib-utils'
+	// protosanitizer (the way the kubernetes-csi sidecars log).
+	LogCalls bool
+}
+
+// Server is a running csi-fake.
+type Server struct {
+	opts      Options
+	log       *slog.Logger
+	drv       *driver.Driver
+	rec       *trace.Recorder
+	ownRec    bool
+	faults    *faults.Set
+	grpcs     []*grpc.Server
+	endpoints []string
+	regEP     string
+	admin     *admin.Server
+	tmpDirs   []string
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start validates the options, opens the state, listens and serves. Close stops everything.
+func Start(opts Options) (_ *Server, retErr error) {
+	s := &Server{opts: opts}
+	defer func() {
+		if retErr != nil {
+			s.Close()
+		}
+	}()
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s.log = log
+	if opts.DriverName == "" {
+		opts.DriverName = driver.DefaultDriverName
+	}
+	if opts.NodeID == "" && opts.Mode != driver.ModeController {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("no node ID given and no host name: %w", err)
+		}
+		opts.NodeID = h
+	}
+	if opts.Endpoint == "" {
+		dir, err := os.MkdirTemp("", "csi-fake-")
+		if err != nil {
+			return nil, err
+		}
+		s.tmpDirs = append(s.tmpDirs, dir)
+		opts.Endpoint = endpoint.URL(filepath.Join(dir, "csi.sock"))
+	}
+	sockPath, err := endpoint.Parse(opts.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+
+	// State and data.
+	dataDir, statePath := opts.StateDir, ""
+	if dataDir == "" {
+		dir, err := os.MkdirTemp("", "csi-fake-data-")
+		if err != nil {
+			return nil, err
+		}
+		s.tmpDirs = append(s.tmpDirs, dir)
+		dataDir = dir
+	} else {
+		statePath = filepath.Join(dataDir, state.FileName)
+	}
+	store, err := state.Open(statePath)
+	if err != nil {
+		return nil, err
+	}
+
+	// Trace and faults.
+	s.rec = opts.Recorder
+	if s.rec == nil {
+		if s.rec, err = trace.New(trace.Options{File: opts.TraceFile}); err != nil {
+			return nil, err
+		}
+		s.ownRec = true
+	}
+	s.faults = opts.Faults
+	if s.faults == nil {
+		if opts.FaultsFile != "" {
+			if s.faults, err = faults.Load(opts.FaultsFile); err != nil {
+				return nil, err
+			}
+		} else {
+			s.faults = faults.NewSet(1)
+		}
+	}
+
+	s.drv, err = driver.New(driver.Config{
+		Name: opts.DriverName, NodeID: opts.NodeID, Mode: opts.Mode,
+		DataDir: dataDir, Store: store,
+		Capacity: opts.Capacity, MaxVolumesPerNode: opts.MaxVolumesPerNode, Topology: opts.Topology,
+		AttachRequired: !opts.NoAttach, EphemeralOnly: opts.EphemeralOnly, Mount: opts.Mount,
+		KnownNodes: opts.KnownNodes, KubeletEndpoint: opts.KubeletRegistrationPath, Log: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.drv.SetKubeletEndpoint(sockPath)
+	s.opts = opts
+
+	if err := s.serveCSI(opts.Endpoint); err != nil {
+		return nil, err
+	}
+	if opts.ControllerEndpoint != "" {
+		if err := s.serveCSI(opts.ControllerEndpoint); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Register {
+		if opts.Mode == driver.ModeController {
+			return nil, errors.New("registration is for node plugins; --mode=controller cannot register with a kubelet")
+		}
+		dir := opts.PluginRegistryDir
+		if dir == "" {
+			dir = DefaultPluginRegistryDir
+		}
+		s.regEP = endpoint.URL(filepath.Join(dir, opts.DriverName+"-reg.sock"))
+		if err := s.serveRegistration(s.regEP); err != nil {
+			return nil, err
+		}
+	}
+	if opts.AdminSocket != "" {
+		if s.admin, err = admin.Serve(opts.AdminSocket, s.rec, s.faults); err != nil {
+			return nil, err
+		}
+	}
+	log.Info("csi-fake serving", "endpoint", opts.Endpoint, "controllerEndpoint", opts.ControllerEndpoint,
+		"mode", s.drv.Config().Mode, "driver", opts.DriverName, "node", opts.NodeID, "mount", s.drv.Config().Mount,
+		"state", statePath, "registration", s.regEP)
+	return s, nil
+}
+
+// interceptors: the trace first (outermost, so it records injected faults too), then faults.
+// Node calls come from the kubelet, the others from the CO's controller sidecars.
+func (s *Server) interceptors(iface string) grpc.ServerOption {
+	name := "csi-fake"
+	if iface == trace.Registration {
+		node := s.rec.UnaryServerInterceptor(trace.Boundary{Interface: iface, Caller: "kubelet", Callee: name})
+		return grpc.ChainUnaryInterceptor(node, s.logCalls, s.faults.UnaryServerInterceptor())
+	}
+	node := s.rec.UnaryServerInterceptor(trace.Boundary{Interface: iface, Caller: "kubelet", Callee: name})
+	ctrl := s.rec.UnaryServerInterceptor(trace.Boundary{Interface: iface, Caller: "csi-controller", Callee: name})
+	byService := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if strings.HasPrefix(info.FullMethod, "/csi.v1.Node/") || strings.HasPrefix(info.FullMethod, "/csi.v1.Identity/") {
+			return node(ctx, req, info, h)
+		}
+		return ctrl(ctx, req, info, h)
+	}
+	return grpc.ChainUnaryInterceptor(byService, s.logCalls, s.faults.UnaryServerInterceptor())
+}
+
+// logCalls logs each call when Options.LogCalls is set.
+func (s *Server) logCalls(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if !s.opts.LogCalls {
+		return h(ctx, req)
+	}
+	resp, err := h(ctx, req)
+	s.log.Info("call", "method", info.FullMethod, "request", protosanitizer.StripSecrets(req).String(),
+		"code", status.Code(err).String(), "error", status.Convert(err).Message())
+	return resp, err
+}
+
+func (s *Server) serveCSI(ep string) error {
+	l, err := endpoint.Listen(ep)
+	if err != nil {
+		return err
+	}
+	g := grpc.NewServer(s.interceptors(trace.CSI),
+		grpc.ChainStreamInterceptor(
+			s.rec.StreamServerInterceptor(trace.Boundary{Interface: trace.CSI, Caller: "backup-tool", Callee: "csi-fake"}),
+			s.faults.StreamServerInterceptor()))
+	csi.RegisterIdentityServer(g, s.drv)
+	csi.RegisterControllerServer(g, s.drv)
+	csi.RegisterNodeServer(g, s.drv)
+	csi.RegisterGroupControllerServer(g, s.drv)
+	csi.RegisterSnapshotMetadataServer(g, s.drv)
+	s.serve(g, l, ep)
+	return nil
+}
+
+func (s *Server) serveRegistration(ep string) error {
+	// node-driver-registrar creates its socket under umask 0077: only the kubelet (root) talks to it.
+	l, err := endpoint.ListenMode(ep, 0o600)
+	if err != nil {
+		return fmt.Errorf("registration socket: %w", err)
+	}
+	g := grpc.NewServer(s.interceptors(trace.Registration))
+	registerapi.RegisterRegistrationServer(g, s.drv.Registration())
+	s.serve(g, l, ep)
+	return nil
+}
+
+func (s *Server) serve(g *grpc.Server, l net.Listener, ep string) {
+	s.grpcs = append(s.grpcs, g)
+	s.endpoints = append(s.endpoints, ep)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		g.Serve(l)
+	}()
+}
+
+// Endpoint returns the CSI socket (unix://...).
+func (s *Server) Endpoint() string { return s.opts.Endpoint }
+
+// ControllerEndpoint returns the separate controller socket, or "" when there is none.
+func (s *Server) ControllerEndpoint() string { return s.opts.ControllerEndpoint }
+
+// RegistrationEndpoint returns the kubelet registration socket, or "" without --register.
+func (s *Server) RegistrationEndpoint() string { return s.regEP }
+
+// RegistrationStatus returns what the kubelet last reported through NotifyRegistrationStatus.
+func (s *Server) RegistrationStatus() driver.RegistrationStatus { return s.drv.RegistrationStatus() }
+
+// Recorder returns the trace recorder.
+func (s *Server) Recorder() *trace.Recorder { return s.rec }
+
+// Faults returns the fault rules.
+func (s *Server) Faults() *faults.Set { return s.faults }
+
+// Driver returns the CSI driver (its state store, its configuration).
+func (s *Server) Driver() *driver.Driver { return s.drv }
+
+// Close stops serving, removes the sockets, and removes temp directories. State in StateDir
+// stays; volumes still bind-mounted stay mounted (as a crashed driver's would).
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		for _, g := range s.grpcs {
+			g.Stop()
+		}
+		s.wg.Wait()
+		for _, ep := range s.endpoints {
+			if p, err := endpoint.Parse(ep); err == nil {
+				os.Remove(p)
+			}
+		}
+		if s.admin != nil {
+			s.closeErr = errors.Join(s.closeErr, s.admin.Close())
+		}
+		if s.ownRec && s.rec != nil {
+			s.closeErr = errors.Join(s.closeErr, s.rec.Close())
+		}
+		for _, d := range s.tmpDirs {
+			os.RemoveAll(d)
+		}
+	})
+	return s.closeErr
+}
