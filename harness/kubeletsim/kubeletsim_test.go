@@ -219,8 +219,10 @@ func TestVolumeLifecycleOrder(t *testing.T) {
 			}
 			return &csi.NodeGetCapabilitiesResponse{Capabilities: cs}
 		},
-		"NodeGetInfo":  func(proto.Message) proto.Message { return &csi.NodeGetInfoResponse{NodeId: "node-1"} },
-		"CreateVolume": func(proto.Message) proto.Message { return &csi.CreateVolumeResponse{Volume: &csi.Volume{VolumeId: "vol-1"}} },
+		"NodeGetInfo": func(proto.Message) proto.Message { return &csi.NodeGetInfoResponse{NodeId: "node-1"} },
+		"CreateVolume": func(proto.Message) proto.Message {
+			return &csi.CreateVolumeResponse{Volume: &csi.Volume{VolumeId: "vol-1"}}
+		},
 	}}
 	cc := serve(t, s)
 	st := NewStorage(cc, cc, t.TempDir())
