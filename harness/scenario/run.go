@@ -50,6 +50,8 @@ type Env struct {
 	// Out receives the live report (nil: silent); Quiet leaves out the trace lines.
 	Out   io.Writer
 	Quiet bool
+	// KeepGoing runs every step even after one failed (a replay counts all its mismatches).
+	KeepGoing bool
 }
 
 // StepResult is the outcome of one step.
@@ -71,6 +73,8 @@ type Result struct {
 	Duration time.Duration
 	// Failure names the first failing step with its file line.
 	Failure string
+	// Failed counts the steps that failed.
+	Failed int
 }
 
 // Sections returns the steps as diagram sections.
@@ -118,7 +122,7 @@ func Run(ctx context.Context, sc *Scenario, env *Env) *Result {
 	}
 	fmt.Fprintf(out, "▶ %s  (%s)\n", sc.Name, sc.File)
 	for _, st := range sc.Steps {
-		if !res.Passed {
+		if !res.Passed && !env.KeepGoing {
 			res.Steps = append(res.Steps, StepResult{Step: st, Skipped: true})
 			continue
 		}
@@ -127,8 +131,11 @@ func Run(ctx context.Context, sc *Scenario, env *Env) *Result {
 		mark := "✓"
 		if !sr.Passed {
 			mark = "✗"
+			if res.Passed {
+				res.Failure = sr.Failure
+			}
 			res.Passed = false
-			res.Failure = sr.Failure
+			res.Failed++
 		}
 		what := st.Interface + " " + st.Call
 		if st.Interface == Fault {
