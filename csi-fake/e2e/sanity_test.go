@@ -104,10 +104,10 @@ func startFake(t testing.TB, wrap []string, args ...string) {
 
 // summary is Ginkgo's closing line: "Ran 102 of 103 Specs ... 102 Passed | 0 Failed | 1 Pending | 0 Skipped".
 type summary struct {
-	Ran, Total                        int
+	Ran, Total                       int
 	Passed, Failed, Pending, Skipped int
-	Wall                              time.Duration
-	Failures                          []string
+	Wall                             time.Duration
+	Failures                         []string
 }
 
 var (
