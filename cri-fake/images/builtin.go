@@ -1,0 +1,73 @@
+package images
+
+// Builtin returns the built-in catalog: the sandbox (pause) images, the everyday images
+// (busybox, nginx), Kubernetes' e2e test images, and every image critest v1.37.0 pulls, with the
+// users its image specs expect (cri-tools pkg/validate/consts.go).
+func Builtin() []CatalogImage {
+	const (
+		e2e     = "registry.k8s.io/e2e-test-images/"
+		critest = "gcr.io/k8s-staging-cri-tools/"
+		path    = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	)
+	sh := []string{"sh"}
+	nginxCmd := []string{"nginx", "-g", "daemon off;"}
+	return []CatalogImage{
+		// The sandbox image. pause:3.9 is published under both registries; it is one image, so
+		// both names pull the same ID (critest "removing image from one registry ...").
+		{Repositories: []string{"registry.k8s.io/pause", "k8s.gcr.io/pause"}, Tags: []string{"3.9"},
+			Size: 321520, User: "65535:65535", Entrypoint: []string{"/pause"}, Env: []string{path}},
+		{Repositories: []string{"registry.k8s.io/pause"}, Tags: []string{"3.10"},
+			Size: 320368, User: "65535:65535", Entrypoint: []string{"/pause"}, Env: []string{path}},
+		{Repositories: []string{"registry.k8s.io/pause"}, Tags: []string{"3.10.1"},
+			Size: 320448, User: "65535:65535", Entrypoint: []string{"/pause"}, Env: []string{path}},
+
+		{Repositories: []string{"docker.io/library/busybox"}, Tags: []string{"latest", "1.37", "1.37.0"},
+			Size: 4277910, Cmd: sh, Env: []string{path}},
+		{Repositories: []string{"docker.io/library/busybox"}, Tags: []string{"1.36", "1.36.1"},
+			Size: 4261550, Cmd: sh, Env: []string{path}},
+		{Repositories: []string{"docker.io/library/nginx"}, Tags: []string{"latest", "1.29", "mainline"},
+			Size: 72319182, Entrypoint: []string{"/docker-entrypoint.sh"}, Cmd: nginxCmd,
+			Env: []string{path, "NGINX_VERSION=1.29.1"}, StopSignal: "SIGQUIT", PullLatency: "60ms"},
+		{Repositories: []string{"docker.io/library/nginx"}, Tags: []string{"1.27", "stable"},
+			Size: 72188133, Entrypoint: []string{"/docker-entrypoint.sh"}, Cmd: nginxCmd,
+			Env: []string{path, "NGINX_VERSION=1.27.5"}, StopSignal: "SIGQUIT", PullLatency: "60ms"},
+		{Repositories: []string{"docker.io/library/alpine"}, Tags: []string{"latest", "3.22"},
+			Size: 8309108, Cmd: []string{"/bin/sh"}, Env: []string{path}},
+
+		// Kubernetes e2e test images (registry.k8s.io/e2e-test-images).
+		{Repositories: []string{e2e + "busybox"}, Tags: []string{"1.29-2"}, Size: 732685, Cmd: sh, Env: []string{path}},
+		{Repositories: []string{e2e + "busybox"}, Tags: []string{"1.29-4"}, Size: 732795, Cmd: sh, Env: []string{path}},
+		{Repositories: []string{e2e + "busybox"}, Tags: []string{"1.36.1-1"}, Size: 2207612, Cmd: sh, Env: []string{path}},
+		{Repositories: []string{e2e + "nginx"}, Tags: []string{"1.14-2"}, Size: 6978806, Cmd: nginxCmd,
+			Env: []string{path}, StopSignal: "SIGQUIT"},
+		{Repositories: []string{e2e + "nginx"}, Tags: []string{"1.15-4"}, Size: 7000082, Cmd: nginxCmd,
+			Env: []string{path}, StopSignal: "SIGQUIT"},
+		{Repositories: []string{e2e + "httpd"}, Tags: []string{"2.4.38-4"}, Size: 40764680,
+			Cmd: []string{"httpd-foreground"}, Env: []string{path, "HTTPD_PREFIX=/usr/local/apache2"}, StopSignal: "SIGWINCH"},
+		{Repositories: []string{e2e + "httpd"}, Tags: []string{"2.4.39-4"}, Size: 41901429,
+			Cmd: []string{"httpd-foreground"}, Env: []string{path, "HTTPD_PREFIX=/usr/local/apache2"}, StopSignal: "SIGWINCH"},
+		{Repositories: []string{e2e + "agnhost"}, Tags: []string{"2.53"}, Size: 51103872,
+			Entrypoint: []string{"/agnhost"}, Env: []string{path}},
+		{Repositories: []string{e2e + "agnhost"}, Tags: []string{"2.56"}, Size: 52016238,
+			Entrypoint: []string{"/agnhost"}, Env: []string{path}},
+
+		// critest's image specs (pkg/validate/consts.go): distinct images, except where a spec
+		// needs one image under several tags.
+		{Repositories: []string{critest + "test-image-latest"}, Tags: []string{"latest"}, Size: 1331200, Cmd: sh},
+		{Repositories: []string{critest + "test-image-tag"}, Tags: []string{"test"}, Size: 1331210, Cmd: sh},
+		{Repositories: []string{critest + "test-image-tag"}, Tags: []string{"all"}, Size: 1331220, Cmd: sh},
+		{Repositories: []string{critest + "test-image-digest"},
+			Digest: "sha256:9700f9a2f5bf2c45f2f605a0bd3bce7cf37420ec9d3ed50ac2758413308766bf", Size: 1331230, Cmd: sh},
+		{Repositories: []string{critest + "test-image-1"}, Tags: []string{"latest"}, Size: 1331241, Cmd: sh},
+		{Repositories: []string{critest + "test-image-2"}, Tags: []string{"latest"}, Size: 1331242, Cmd: sh},
+		{Repositories: []string{critest + "test-image-3"}, Tags: []string{"latest"}, Size: 1331243, Cmd: sh},
+		{Repositories: []string{critest + "test-image-tags"}, Tags: []string{"1", "2", "3"}, Size: 1331250, Cmd: sh},
+		{Repositories: []string{critest + "test-image-user-uid"}, Tags: []string{"latest"}, Size: 1331260, User: "1002", Cmd: sh},
+		{Repositories: []string{critest + "test-image-user-username"}, Tags: []string{"latest"}, Size: 1331261, User: "www-data", Cmd: sh},
+		{Repositories: []string{critest + "test-image-user-uid-group"}, Tags: []string{"latest"}, Size: 1331262, User: "1003:1003", Cmd: sh},
+		{Repositories: []string{critest + "test-image-user-username-group"}, Tags: []string{"latest"}, Size: 1331263, User: "www-data:www-data", Cmd: sh},
+		{Repositories: []string{critest + "test-image-predefined-group"}, Tags: []string{"latest"}, Size: 1331264, User: "1000", Cmd: sh},
+		{Repositories: []string{critest + "hostnet-nginx-amd64"}, Tags: []string{"latest"}, Size: 7000100, Cmd: nginxCmd, StopSignal: "SIGQUIT"},
+		{Repositories: []string{critest + "hostnet-nginx-arm64"}, Tags: []string{"latest"}, Size: 7000101, Cmd: nginxCmd, StopSignal: "SIGQUIT"},
+	}
+}

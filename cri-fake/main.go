@@ -1,0 +1,115 @@
+// Command cri-fake is a CRI v1 runtime and image service that runs no containers: it keeps exact
+// CRI bookkeeping (sandboxes, containers, images, states, error codes), wires pod networking
+// through real CNI plugins, records every call, and can be told to fail or slow down on purpose.
+// See cri-fake/README.md.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/plugsim/plugsim/cri-fake/server"
+)
+
+const usage = `cri-fake: a fake CRI runtime (runtime.v1 RuntimeService + ImageService) for testing kubelets and CRI clients.
+
+It keeps every sandbox, container and image a real runtime would, with containerd's semantics and
+error codes, but runs no processes: a started container stays RUNNING until it is stopped. Images
+come from an offline catalog (built in, extensible with --image-catalog). Pod networking runs the
+real CNI plugins of --cni-conf-dir through libcni, or a built-in address allocator when
+--cni-conf-dir is empty.
+
+Usage:
+  cri-fake [flags]
+
+Examples:
+  # Serve on the default socket with CNI from /etc/cni/net.d, recording a trace:
+  cri-fake --endpoint unix:///run/plugsim/cri.sock --trace /tmp/cri-trace.jsonl
+
+  # No CNI, state kept across restarts, admin socket for fault injection:
+  cri-fake --cni-conf-dir "" --state-dir /var/lib/plugsim/cri --admin-socket unix:///run/plugsim/cri-admin.sock
+
+  # Then, from another shell:
+  crictl --runtime-endpoint unix:///run/plugsim/cri.sock info
+  curl --unix-socket /run/plugsim/cri-admin.sock -d '{"method":"PullImage","code":"Unavailable","times":1}' http://x/faults
+
+Flags:
+`
+
+func main() {
+	var (
+		opts        server.Options
+		binDirs     string
+		handlers    string
+		showVersion bool
+	)
+	fs := flag.NewFlagSet("cri-fake", flag.ExitOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&opts.Endpoint, "endpoint", "unix:///run/plugsim/cri.sock", "unix socket to serve the CRI on; a stale socket file is replaced, a live one is an error")
+	fs.StringVar(&opts.ImageEndpoint, "image-endpoint", "", "serve the ImageService on this separate socket (default: the --endpoint socket)")
+	fs.StringVar(&opts.AdminSocket, "admin-socket", "", "serve the admin API here (GET /trace, GET|POST|DELETE /faults); off when empty")
+	fs.StringVar(&opts.StateDir, "state-dir", "", "persist sandboxes, containers and pulled images here and reload them at start; memory only when empty")
+	fs.StringVar(&opts.RootDir, "root-dir", "/var/lib/plugsim/cri-fake", "where network namespace files, the CNI cache and the logs of sandboxes without a log directory go")
+	fs.StringVar(&opts.CNIConfDir, "cni-conf-dir", "/etc/cni/net.d", "CNI config directory; the first .conf/.conflist/.json file in name order is used and re-read when the directory changes; empty turns CNI off (pods get 10.88.x.y addresses from a built-in allocator)")
+	fs.StringVar(&binDirs, "cni-bin-dir", "/opt/cni/bin", "comma-separated directories searched for CNI plugin binaries")
+	fs.StringVar(&opts.NetNS, "netns", "placeholder", `network namespaces: "placeholder" (an empty file per pod; for CNI plugins that fake the network, like cni-fake) or "real" (root only: a real namespace per pod)`)
+	fs.StringVar(&handlers, "runtime-handlers", "runc", "comma-separated runtime handlers RunPodSandbox accepts (RuntimeClass handlers); the default handler \"\" is always accepted")
+	fs.StringVar(&opts.CgroupDriver, "cgroup-driver", "cgroupfs", `cgroup driver reported by RuntimeConfig ("cgroupfs" or "systemd"); a kubelet adopts it, so match the host's`)
+	fs.StringVar(&opts.ImageCatalog, "image-catalog", "", "YAML image catalog merged over the built-in images (format: cri-fake/README.md, example: examples/cri/image-catalog.yaml)")
+	fs.StringVar(&opts.TraceFile, "trace", "", "append every CRI (and CNI) call as a JSON line to this file")
+	fs.IntVar(&opts.TraceCapacity, "trace-capacity", 4096, "how many recent calls the in-memory trace keeps (read them through the admin socket)")
+	fs.StringVar(&opts.FaultsFile, "faults", "", "YAML or JSON fault rules to apply from the start (format: cri-fake/README.md)")
+	fs.StringVar(&opts.Caller, "caller", "kubelet", "name of the client side in trace events")
+	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
+	fs.Parse(os.Args[1:])
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "cri-fake: unexpected arguments %q (all settings are flags; see --help)\n", fs.Args())
+		os.Exit(2)
+	}
+	if showVersion {
+		fmt.Println("cri-fake 0.1.0 (CRI runtime.v1, k8s.io/cri-api v0.37.2)")
+		return
+	}
+	opts.CNIBinDirs = splitList(binDirs)
+	opts.RuntimeHandlers = splitList(handlers)
+	logger := log.New(os.Stderr, "cri-fake: ", log.LstdFlags)
+	opts.Logf = logger.Printf
+
+	srv, err := server.Start(opts)
+	if err != nil {
+		logger.Fatal(err)
+	}
+	cni := opts.CNIConfDir
+	if cni == "" {
+		cni = "off (built-in allocator)"
+	}
+	logger.Printf("serving CRI on %s (images on %s); CNI conf dir: %s; netns: %s", srv.Endpoint(), srv.ImageEndpoint(), cni, opts.NetNS)
+	if srv.AdminEndpoint() != "" {
+		logger.Printf("admin API on %s", srv.AdminEndpoint())
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	s := <-sig
+	logger.Printf("%s: shutting down", s)
+	if err := srv.Close(); err != nil {
+		logger.Fatal(err)
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,109 @@
+package runtime
+
+import (
+	"context"
+	"path/filepath"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/store"
+)
+
+// CreateContainer creates a CREATED container in a READY sandbox. The image must already be
+// pulled (containerd resolves it in its local store; the kubelet pulls first); the name
+// <container>_<pod>_<namespace>_<uid>_<attempt> is reserved; the log path is the sandbox's log
+// directory joined with the config's log_path, the absolute path ContainerStatus reports.
+func (s *Service) CreateContainer(ctx context.Context, req *runtimeapi.CreateContainerRequest) (_ *runtimeapi.CreateContainerResponse, retErr error) {
+	cfg := req.GetConfig()
+	if cfg == nil || cfg.GetMetadata() == nil || cfg.GetMetadata().GetName() == "" {
+		return nil, status.Error(codes.InvalidArgument, "container config must include metadata with a name")
+	}
+	if cfg.GetImage().GetImage() == "" {
+		return nil, status.Errorf(codes.InvalidArgument, "container %q: config.image.image is empty", cfg.GetMetadata().GetName())
+	}
+	sb, err := s.sandboxes.Get(req.GetPodSandboxId())
+	if err != nil {
+		return nil, storeError(err, "failed to find sandbox "+req.GetPodSandboxId())
+	}
+	if sb.Status().State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %s is not ready: containers can only be created in a READY sandbox", sb.ID)
+	}
+	if err := validateSecurity(cfg); err != nil {
+		return nil, err
+	}
+	for _, m := range cfg.GetMounts() {
+		if m.GetImage() != nil {
+			// Image volumes (KEP-4639) need image contents; answering Unimplemented makes
+			// critest skip its Image Volume specs honestly.
+			return nil, status.Errorf(codes.Unimplemented, "image volume mount at %q: cri-fake has no image contents to mount", m.GetContainerPath())
+		}
+	}
+	img, ok := s.images.Store().Get(cfg.GetImage().GetImage())
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "failed to resolve image %q: image not found (pull it first)", cfg.GetImage().GetImage())
+	}
+	id := newID()
+	name := store.ContainerName(cfg.GetMetadata(), sb.Config.GetMetadata())
+	if err := s.containers.Reserve(name, id); err != nil {
+		return nil, status.Errorf(codes.AlreadyExists, "failed to reserve container name %q: %v", name, err)
+	}
+	defer func() {
+		if retErr != nil {
+			s.containers.Release(name)
+		}
+	}()
+	logPath := ""
+	if cfg.GetLogPath() != "" {
+		logPath = filepath.Join(sb.LogDirectory, cfg.GetLogPath())
+	}
+	imageRef := img.ID
+	if len(img.RepoDigests) > 0 {
+		imageRef = img.RepoDigests[0]
+	}
+	stop := cfg.GetStopSignal()
+	if stop == runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT {
+		stop = signalName(img.Config.StopSignal)
+	}
+	if stop == runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT {
+		stop = runtimeapi.Signal_SIGNAL_SIGTERM
+	}
+	imageName := cfg.GetImage().GetImage()
+	if len(img.RepoTags) > 0 {
+		imageName = img.RepoTags[0]
+	}
+	spec := store.ContainerSpec{
+		StopSignal: stop,
+		ImageName:  imageName,
+		ID:        id,
+		Name:      name,
+		SandboxID: sb.ID,
+		Config:    cfg,
+		ImageID:   img.ID,
+		ImageRef:  imageRef,
+		LogPath:   logPath,
+		CreatedAt: s.now().UnixNano(),
+	}
+	if v, ok := s.launcher.(Validator); ok {
+		ps := ProcessSpec{ContainerID: id, SandboxID: sb.ID, Config: cfg, SandboxConfig: sb.Config, Image: img,
+			LogPath: logPath, NetNS: sb.NetNS, PodIPs: sb.IPs}
+		if err := v.Validate(ps); err != nil {
+			return nil, status.Errorf(codes.Unknown, "failed to create containerd task: %v", err)
+		}
+	}
+	c := store.NewContainer(spec)
+	s.containers.Add(c)
+	s.persistContainer(c)
+	s.emit(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, sb, c)
+	return &runtimeapi.CreateContainerResponse{ContainerId: id}, nil
+}
+
+// validateSecurity rejects what containerd rejects before creating anything.
+func validateSecurity(cfg *runtimeapi.ContainerConfig) error {
+	sc := cfg.GetLinux().GetSecurityContext()
+	if sc.GetRunAsGroup() != nil && sc.GetRunAsUser() == nil && sc.GetRunAsUsername() == "" {
+		return status.Errorf(codes.InvalidArgument, "container %q: user group %d is specified without user (run_as_group needs run_as_user or run_as_username)", cfg.GetMetadata().GetName(), sc.GetRunAsGroup().GetValue())
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/store"
+)
+
+// ContainerStatus reports a container with everything the kubelet and cri-client check: id,
+// metadata, created_at, image and image_ref (cri-client rejects a status without them), the
+// state with its timestamps, exit code and reason, labels and annotations verbatim (the kubelet
+// keeps its container hash there), the mounts, the absolute log path, resources and image_id.
+func (s *Service) ContainerStatus(ctx context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
+	c, err := s.containers.Get(req.GetContainerId())
+	if err != nil {
+		return nil, storeError(err, "an error occurred when try to find container "+req.GetContainerId()+": container")
+	}
+	resp := &runtimeapi.ContainerStatusResponse{Status: s.containerStatus(c)}
+	if req.GetVerbose() {
+		info := map[string]any{
+			"sandboxID": c.SandboxID,
+			"pid":       0,
+			"config":    c.Config,
+			"logPath":   c.LogPath,
+			"imageID":   c.ImageID,
+			"name":      c.Name,
+		}
+		b, _ := json.Marshal(info)
+		resp.Info = map[string]string{"info": string(b)}
+	}
+	return resp, nil
+}
+
+func (s *Service) containerStatus(c *store.Container) *runtimeapi.ContainerStatus {
+	st := c.Status()
+	img := &runtimeapi.ImageSpec{
+		Image:              c.ImageName,
+		Annotations:        c.Config.GetImage().GetAnnotations(),
+		UserSpecifiedImage: c.Config.GetImage().GetUserSpecifiedImage(),
+		RuntimeHandler:     c.Config.GetImage().GetRuntimeHandler(),
+	}
+	out := &runtimeapi.ContainerStatus{
+		Id:          c.ID,
+		Metadata:    c.Config.GetMetadata(),
+		State:       st.State,
+		CreatedAt:   c.CreatedAt,
+		StartedAt:   st.StartedAt,
+		FinishedAt:  st.FinishedAt,
+		ExitCode:    st.ExitCode,
+		Image:       img,
+		ImageRef:    c.ImageRef,
+		ImageId:     c.ImageID,
+		Reason:      st.Reason,
+		Message:     st.Message,
+		Labels:      c.Config.GetLabels(),
+		Annotations: c.Config.GetAnnotations(),
+		Mounts:      c.Config.GetMounts(),
+		LogPath:     c.LogPath,
+		StopSignal:  c.StopSignal,
+		User:        s.containerUser(c),
+	}
+	if st.Resources != nil {
+		out.Resources = &runtimeapi.ContainerResources{Linux: st.Resources}
+	}
+	return out
+}
+
+// containerUser is the identity the process runs as: the security context's run_as_user/group,
+// else the image's numeric user, else root.
+func (s *Service) containerUser(c *store.Container) *runtimeapi.ContainerUser {
+	sc := c.Config.GetLinux().GetSecurityContext()
+	var uid, gid int64
+	if img, ok := s.images.Store().Get(c.ImageID); ok {
+		if u, ok := img.Config.UID(); ok {
+			uid = u
+		}
+	}
+	if sc.GetRunAsUser() != nil {
+		uid = sc.GetRunAsUser().GetValue()
+	}
+	if sc.GetRunAsGroup() != nil {
+		gid = sc.GetRunAsGroup().GetValue()
+	}
+	return &runtimeapi.ContainerUser{Linux: &runtimeapi.LinuxContainerUser{
+		Uid: uid, Gid: gid, SupplementalGroups: append([]int64{gid}, sc.GetSupplementalGroups()...),
+	}}
+}
+
+func toContainer(c *store.Container) *runtimeapi.Container {
+	return &runtimeapi.Container{
+		Id:           c.ID,
+		PodSandboxId: c.SandboxID,
+		Metadata:     c.Config.GetMetadata(),
+		Image: &runtimeapi.ImageSpec{
+			Image:              c.ImageName,
+			UserSpecifiedImage: c.Config.GetImage().GetUserSpecifiedImage(),
+		},
+		ImageRef:    c.ImageID,
+		ImageId:     c.ImageID,
+		State:       c.Status().State,
+		CreatedAt:   c.CreatedAt,
+		Labels:      c.Config.GetLabels(),
+		Annotations: c.Config.GetAnnotations(),
+	}
+}

@@ -1,0 +1,97 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/store"
+)
+
+// StopContainer sends the stop signal and waits up to timeout seconds for the process to end,
+// then kills it (timeout 0 kills at once), as containerd does. It returns as soon as the container
+// is EXITED, before the timeout when the process ends on the signal. Stopping an unknown or an
+// already stopped container succeeds (CRI idempotency; the kubelet tolerates NotFound but critest
+// requires no error).
+func (s *Service) StopContainer(ctx context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
+	c, err := s.containers.Get(req.GetContainerId())
+	if errors.Is(err, store.ErrNotFound) {
+		return &runtimeapi.StopContainerResponse{}, nil
+	}
+	if err != nil {
+		return nil, storeError(err, "container "+req.GetContainerId())
+	}
+	if err := s.stopContainer(ctx, c, req.GetTimeout()); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.StopContainerResponse{}, nil
+}
+
+func (s *Service) stopContainer(ctx context.Context, c *store.Container, timeout int64) error {
+	if c.Status().State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return nil
+	}
+	p, _ := c.Task().(Process)
+	if p == nil {
+		return nil // exited between the two looks
+	}
+	if timeout > 0 {
+		p.Signal(stopSignal(c))
+		t := time.NewTimer(time.Duration(timeout) * time.Second)
+		select {
+		case <-c.Exited():
+			t.Stop()
+			return nil
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return status.FromContextError(ctx.Err()).Err()
+		}
+	}
+	p.Signal(syscall.SIGKILL)
+	select {
+	case <-c.Exited():
+		return nil
+	case <-ctx.Done():
+		return status.Errorf(codes.DeadlineExceeded, "container %s did not exit after SIGKILL: %v", c.ID, ctx.Err())
+	}
+}
+
+// stopSignal is the container's stop signal: the config's (CRI ContainerConfig.stop_signal), else
+// the image's, else SIGTERM (decided at CreateContainer).
+func stopSignal(c *store.Container) syscall.Signal {
+	if n, ok := signalNumbers[strings.TrimPrefix(c.StopSignal.String(), "SIGNAL_")]; ok {
+		return n
+	}
+	return syscall.SIGTERM
+}
+
+// signalNumbers maps CRI Signal names to Linux numbers.
+var signalNumbers = map[string]syscall.Signal{
+	"SIGABRT": syscall.SIGABRT, "SIGALRM": syscall.SIGALRM, "SIGBUS": syscall.SIGBUS, "SIGCHLD": syscall.SIGCHLD,
+	"SIGCONT": syscall.SIGCONT, "SIGFPE": syscall.SIGFPE, "SIGHUP": syscall.SIGHUP, "SIGILL": syscall.SIGILL,
+	"SIGINT": syscall.SIGINT, "SIGIO": syscall.SIGIO, "SIGKILL": syscall.SIGKILL, "SIGPIPE": syscall.SIGPIPE,
+	"SIGPROF": syscall.SIGPROF, "SIGQUIT": syscall.SIGQUIT, "SIGSEGV": syscall.SIGSEGV, "SIGSTOP": syscall.SIGSTOP,
+	"SIGSYS": syscall.SIGSYS, "SIGTERM": syscall.SIGTERM, "SIGTRAP": syscall.SIGTRAP, "SIGTSTP": syscall.SIGTSTP,
+	"SIGTTIN": syscall.SIGTTIN, "SIGTTOU": syscall.SIGTTOU, "SIGURG": syscall.SIGURG, "SIGUSR1": syscall.SIGUSR1,
+	"SIGUSR2": syscall.SIGUSR2, "SIGVTALRM": syscall.SIGVTALRM, "SIGWINCH": syscall.SIGWINCH, "SIGXCPU": syscall.SIGXCPU,
+	"SIGXFSZ": syscall.SIGXFSZ,
+}
+
+// signalName turns an image's StopSignal ("SIGQUIT", "QUIT", "3") into a CRI Signal.
+func signalName(s string) runtimeapi.Signal {
+	s = strings.ToUpper(s)
+	if !strings.HasPrefix(s, "SIG") {
+		s = "SIG" + s
+	}
+	if v, ok := runtimeapi.Signal_value["SIGNAL_"+s]; ok {
+		return runtimeapi.Signal(v)
+	}
+	return runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT
+}

@@ -1,0 +1,97 @@
+package runtime
+
+import (
+	"context"
+	"sync"
+	"syscall"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/images"
+)
+
+// Process is what runs in a started container. cri-fake runs no real processes: the default
+// Launcher gives every container a process that runs until it is stopped; the process simulation
+// (cri-fake/process) plugs in through Options.Launcher and makes containers do things.
+type Process interface {
+	// Signal delivers a signal. After SIGKILL the process must end promptly.
+	Signal(sig syscall.Signal) error
+	// Done is closed once the process has ended.
+	Done() <-chan struct{}
+	// Exit tells how it ended; it is valid once Done is closed.
+	Exit() Exit
+}
+
+// Exit is the end of a process.
+type Exit struct {
+	Code int32
+	// Reason is "Completed" for code 0 and "Error" otherwise when left empty (containerd's rule);
+	// "OOMKilled" and the like are the process's to say.
+	Reason  string
+	Message string
+	// At is when the process ended; zero means when the runtime noticed.
+	At time.Time
+}
+
+// ProcessSpec is everything a launcher may need to start a container's process.
+type ProcessSpec struct {
+	ContainerID   string
+	SandboxID     string
+	Config        *runtimeapi.ContainerConfig
+	SandboxConfig *runtimeapi.PodSandboxConfig
+	// Image is the resolved image, with its catalog entry (entrypoint, cmd, env, user, behavior).
+	Image images.Image
+	// LogPath is the absolute CRI log file path ("" when the kubelet gave none).
+	LogPath string
+	NetNS   string
+	PodIPs  []string
+	// Restored is true when the container was RUNNING before cri-fake restarted.
+	Restored bool
+}
+
+// Launcher starts container processes.
+type Launcher interface {
+	Start(ctx context.Context, spec ProcessSpec) (Process, error)
+}
+
+// Validator is an optional Launcher extension checked at CreateContainer, so a command that
+// cannot run fails the create the way containerd reports "executable file not found".
+type Validator interface {
+	Validate(spec ProcessSpec) error
+}
+
+// LogReopener is an optional Process extension for ReopenContainerLog.
+type LogReopener interface {
+	ReopenLog() error
+}
+
+// UntilStopped is the default Launcher: the process writes nothing, uses no resources beyond the
+// synthetic stats, and ends only when signalled: the stop signal ends it cleanly (exit 0,
+// "Completed", like a well-behaved server), SIGKILL with 137 (128+9, "Error").
+type UntilStopped struct{}
+
+// Start returns a process that runs until stopped.
+func (UntilStopped) Start(context.Context, ProcessSpec) (Process, error) {
+	return &untilStopped{done: make(chan struct{})}, nil
+}
+
+type untilStopped struct {
+	once sync.Once
+	done chan struct{}
+	exit Exit
+}
+
+func (p *untilStopped) Signal(sig syscall.Signal) error {
+	p.once.Do(func() {
+		p.exit = Exit{At: time.Now()}
+		if sig == syscall.SIGKILL {
+			p.exit.Code = 128 + int32(syscall.SIGKILL)
+		}
+		close(p.done)
+	})
+	return nil
+}
+
+func (p *untilStopped) Done() <-chan struct{} { return p.done }
+func (p *untilStopped) Exit() Exit            { return p.exit }

@@ -1,0 +1,52 @@
+package runtime
+
+import (
+	"context"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/network"
+	"github.com/plugsim/plugsim/cri-fake/store"
+)
+
+// Restore puts back the sandboxes and containers of a previous run (--state-dir). Containers that
+// were RUNNING get their process again, the way containerd reconnects to a task whose shim
+// outlived the daemon; if that fails they are recorded as exited with reason "Unknown".
+func (s *Service) Restore(ctx context.Context, l store.Loaded) {
+	for _, sb := range l.Sandboxes {
+		if err := s.sandboxes.Reserve(sb.Name, sb.ID); err != nil {
+			s.opts.Logf("restore sandbox %s: %v", sb.ID, err)
+			continue
+		}
+		s.sandboxes.Add(sb)
+		if in, ok := s.network.(*network.Internal); ok && len(sb.IPs) > 0 && !sb.Status().NetworkDown {
+			in.Reserve(sb.ID, sb.IPs[0])
+		}
+	}
+	for _, c := range l.Containers {
+		sb, err := s.sandboxes.Get(c.SandboxID)
+		if err != nil {
+			s.opts.Logf("restore container %s: its sandbox %s is gone; dropping it", c.ID, c.SandboxID)
+			s.unpersistContainer(c.ID)
+			continue
+		}
+		if err := s.containers.Reserve(c.Name, c.ID); err != nil {
+			s.opts.Logf("restore container %s: %v", c.ID, err)
+			continue
+		}
+		s.containers.Add(c)
+		if c.Status().State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		img, _ := s.images.Store().Get(c.ImageID)
+		p, err := s.launcher.Start(ctx, ProcessSpec{ContainerID: c.ID, SandboxID: sb.ID, Config: c.Config,
+			SandboxConfig: sb.Config, Image: img, LogPath: c.LogPath, NetNS: sb.NetNS, PodIPs: sb.IPs, Restored: true})
+		if err != nil {
+			c.SetExited(s.now().UnixNano(), 255, "Unknown", "process lost across a cri-fake restart: "+err.Error())
+			s.persistContainer(c)
+			continue
+		}
+		c.SetRunning(c.Status().StartedAt, p)
+		go s.monitor(sb, c, p)
+	}
+}

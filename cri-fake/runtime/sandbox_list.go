@@ -1,0 +1,64 @@
+package runtime
+
+import (
+	"context"
+	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ListPodSandbox lists sandboxes, filtered by ID (full or prefix), state and label selector (every
+// selector label must be present with that value), in creation order.
+func (s *Service) ListPodSandbox(ctx context.Context, req *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
+	return &runtimeapi.ListPodSandboxResponse{Items: s.listSandboxes(req.GetFilter())}, nil
+}
+
+// StreamPodSandboxes sends the ListPodSandbox result as one message (KEP-5825).
+func (s *Service) StreamPodSandboxes(req *runtimeapi.StreamPodSandboxesRequest, stream runtimeapi.RuntimeService_StreamPodSandboxesServer) error {
+	return stream.Send(&runtimeapi.StreamPodSandboxesResponse{PodSandboxes: s.listSandboxes(req.GetFilter())})
+}
+
+func (s *Service) listSandboxes(f *runtimeapi.PodSandboxFilter) []*runtimeapi.PodSandbox {
+	if id := f.GetId(); id != "" {
+		sb, err := s.sandboxes.Get(id)
+		if err != nil {
+			return nil
+		}
+		p := toSandbox(sb)
+		if matchSandbox(p, f) {
+			return []*runtimeapi.PodSandbox{p}
+		}
+		return nil
+	}
+	all := s.sandboxes.List()
+	out := make([]*runtimeapi.PodSandbox, 0, len(all))
+	for _, sb := range all {
+		if f.GetState() != nil && sb.Status().State != f.GetState().GetState() {
+			continue
+		}
+		if !labelsMatch(sb.Config.GetLabels(), f.GetLabelSelector()) {
+			continue
+		}
+		out = append(out, toSandbox(sb))
+	}
+	return out
+}
+
+func matchSandbox(p *runtimeapi.PodSandbox, f *runtimeapi.PodSandboxFilter) bool {
+	if f.GetState() != nil && p.State != f.GetState().GetState() {
+		return false
+	}
+	return labelsMatch(p.Labels, f.GetLabelSelector())
+}
+
+func labelsMatch(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// idMatches reports whether id is want or starts with it.
+func idMatches(id, want string) bool { return want == "" || strings.HasPrefix(id, want) }

@@ -1,0 +1,107 @@
+package runtime
+
+import (
+	"context"
+
+	"path/filepath"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/network"
+	"github.com/plugsim/plugsim/cri-fake/store"
+)
+
+// RunPodSandbox creates a READY sandbox: the name is reserved (a second RunPodSandbox with the
+// same name, namespace, uid and attempt is refused, as containerd refuses it), the runtime handler
+// must be known, and unless the pod uses the host network a network namespace is created and the
+// CNI ADD chain runs; the result's addresses become the pod IPs. A failure undoes every step.
+func (s *Service) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (_ *runtimeapi.RunPodSandboxResponse, retErr error) {
+	cfg := req.GetConfig()
+	if err := validateSandboxConfig(cfg); err != nil {
+		return nil, err
+	}
+	if !s.handlers[req.GetRuntimeHandler()] {
+		return nil, status.Errorf(codes.InvalidArgument, "failed to get sandbox runtime: no runtime for %q is configured (runtime handlers: %v)", req.GetRuntimeHandler(), s.opts.RuntimeHandlers)
+	}
+	id := newID()
+	name := store.SandboxName(cfg.GetMetadata())
+	if err := s.sandboxes.Reserve(name, id); err != nil {
+		return nil, status.Errorf(codes.AlreadyExists, "failed to reserve sandbox name %q: %v", name, err)
+	}
+	defer func() {
+		if retErr != nil {
+			s.sandboxes.Release(name)
+		}
+	}()
+
+	sb := &store.Sandbox{
+		ID:             id,
+		Name:           name,
+		Config:         cfg,
+		RuntimeHandler: req.GetRuntimeHandler(),
+		CreatedAt:      s.now().UnixNano(),
+		LogDirectory:   cfg.GetLogDirectory(),
+	}
+	if sb.LogDirectory == "" {
+		sb.LogDirectory = filepath.Join(s.opts.RootDir, "pods", id, "logs")
+	}
+	if !sb.IsHostNetwork() {
+		if err := s.network.Ready(); err != nil {
+			return nil, status.Errorf(codes.FailedPrecondition, "failed to setup network for sandbox %q: %v", id, err)
+		}
+		ns, err := s.opts.NetNS.Create(id)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "failed to create network namespace for sandbox %q: %v", id, err)
+		}
+		sb.NetNS = ns
+		pod := network.Pod{ID: id, NetNS: ns, Config: cfg}
+		defer func() {
+			if retErr != nil {
+				// containerd tears the network down on a failed RunPodSandbox so IPAM leases
+				// are not leaked, then removes the namespace.
+				if err := s.network.Teardown(context.WithoutCancel(ctx), pod); err != nil {
+					s.opts.Logf("teardown network of failed sandbox %s: %v", id, err)
+				}
+				if err := s.opts.NetNS.Remove(ns); err != nil {
+					s.opts.Logf("remove netns of failed sandbox %s: %v", id, err)
+				}
+			}
+		}()
+		res, err := s.network.Setup(ctx, pod)
+		if err != nil {
+			return nil, status.Errorf(codes.Unknown, "failed to setup network for sandbox %q: %v", id, err)
+		}
+		sb.IPs = res.IPs
+		sb.CNIResult = res.Raw
+	}
+	s.sandboxes.Add(sb)
+	s.persistSandbox(sb)
+	// containerd reports the sandbox's own "container" as created and started.
+	s.emit(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, sb, nil)
+	s.emit(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, sb, nil)
+	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: id}, nil
+}
+
+func validateSandboxConfig(cfg *runtimeapi.PodSandboxConfig) error {
+	if cfg == nil {
+		return status.Error(codes.InvalidArgument, "config is missing: RunPodSandbox needs a PodSandboxConfig")
+	}
+	m := cfg.GetMetadata()
+	if m == nil {
+		return status.Error(codes.InvalidArgument, "sandbox config must include metadata (name, namespace, uid, attempt)")
+	}
+	for _, f := range []struct{ name, v string }{{"name", m.GetName()}, {"namespace", m.GetNamespace()}, {"uid", m.GetUid()}} {
+		if f.v == "" {
+			return status.Errorf(codes.InvalidArgument, "sandbox config metadata.%s is empty", f.name)
+		}
+	}
+	for _, pm := range cfg.GetPortMappings() {
+		if pm.GetContainerPort() <= 0 || pm.GetContainerPort() > 65535 || pm.GetHostPort() < 0 || pm.GetHostPort() > 65535 {
+			return status.Errorf(codes.InvalidArgument, "port mapping %d->%d/%s: ports must be in 1..65535 (host port 0 means none)", pm.GetHostPort(), pm.GetContainerPort(), pm.GetProtocol())
+		}
+	}
+	return nil
+}
+

@@ -1,0 +1,212 @@
+// Package runtime is cri-fake's RuntimeService: one file per RPC family, in containerd's
+// internal/cri/server layout. A handler validates its request, looks objects up in the stores,
+// changes state through the stores' guarded transitions, and answers; gRPC codes are decided here
+// from the typed errors underneath.
+package runtime
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/images"
+	"github.com/plugsim/plugsim/cri-fake/network"
+	"github.com/plugsim/plugsim/cri-fake/store"
+)
+
+// Options configure the runtime service.
+type Options struct {
+	// RootDir holds the netns files and the log directories of sandboxes that bring none.
+	RootDir string
+	// RuntimeHandlers are the accepted runtime handler names; "" (the default handler) is always
+	// accepted. Empty means {"runc"}.
+	RuntimeHandlers []string
+	// CgroupDriver is "cgroupfs" (default) or "systemd".
+	CgroupDriver string
+	// Images resolves container images (required).
+	Images *images.Service
+	// Network attaches sandboxes; nil means the built-in allocator.
+	Network network.Plugin
+	// NetNS creates the sandboxes' namespace paths.
+	NetNS network.NetNSManager
+	// Launcher starts container processes; nil means UntilStopped.
+	Launcher Launcher
+	// Persister saves state changes (nil: memory only).
+	Persister Persister
+	// Info is added to verbose Status under "config" (the flags cri-fake runs with).
+	Info map[string]any
+	// Logf reports problems that do not fail a call (a state file that could not be written).
+	Logf func(format string, args ...any)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Persister saves the runtime's state (see store.FileState).
+type Persister interface {
+	SaveSandbox(*store.Sandbox) error
+	DeleteSandbox(id string) error
+	SaveContainer(*store.Container) error
+	DeleteContainer(id string) error
+}
+
+// Service implements runtime.v1 RuntimeService.
+type Service struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+
+	opts       Options
+	sandboxes  *store.SandboxStore
+	containers *store.ContainerStore
+	images     *images.Service
+	network    network.Plugin
+	launcher   Launcher
+	handlers   map[string]bool
+	events     *broker
+	now        func() time.Time
+	version    string
+}
+
+// New returns a runtime service with empty stores.
+func New(opts Options) (*Service, error) {
+	if opts.Images == nil {
+		return nil, errors.New("runtime: Options.Images is required")
+	}
+	switch opts.CgroupDriver {
+	case "":
+		opts.CgroupDriver = "cgroupfs"
+	case "cgroupfs", "systemd":
+	default:
+		return nil, fmt.Errorf("cgroup driver %q: want cgroupfs or systemd", opts.CgroupDriver)
+	}
+	if len(opts.RuntimeHandlers) == 0 {
+		opts.RuntimeHandlers = []string{"runc"}
+	}
+	if opts.Network == nil {
+		opts.Network = network.NewInternal()
+	}
+	if opts.Launcher == nil {
+		opts.Launcher = UntilStopped{}
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.RootDir == "" {
+		return nil, errors.New("runtime: Options.RootDir is required")
+	}
+	if opts.NetNS.Dir == "" {
+		opts.NetNS.Dir = filepath.Join(opts.RootDir, "netns")
+	}
+	s := &Service{
+		opts:       opts,
+		sandboxes:  store.NewSandboxStore(),
+		containers: store.NewContainerStore(),
+		images:     opts.Images,
+		network:    opts.Network,
+		launcher:   opts.Launcher,
+		handlers:   map[string]bool{"": true},
+		events:     newBroker(),
+		now:        opts.Now,
+		version:    moduleVersion(),
+	}
+	for _, h := range opts.RuntimeHandlers {
+		s.handlers[h] = true
+	}
+	return s, nil
+}
+
+// Sandboxes and Containers expose the stores (state loading, tests, benchmarks).
+func (s *Service) Sandboxes() *store.SandboxStore    { return s.sandboxes }
+func (s *Service) Containers() *store.ContainerStore { return s.containers }
+
+// Close stops every running container's process (their state stays as recorded).
+func (s *Service) Close() {
+	s.events.close()
+}
+
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "v0.0.0-dev"
+}
+
+// newID returns a 64-hex-digit ID like containerd's.
+func newID() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// storeError turns a store error into a gRPC status.
+func storeError(err error, what string) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return status.Errorf(codes.NotFound, "%s not found", what)
+	case errors.Is(err, store.ErrAmbiguous):
+		return status.Errorf(codes.InvalidArgument, "%s: %v", what, err)
+	case errors.Is(err, store.ErrAlreadyExists):
+		return status.Error(codes.AlreadyExists, err.Error())
+	case errors.Is(err, store.ErrInvalidState):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	}
+	return status.Errorf(codes.Unknown, "%s: %v", what, err)
+}
+
+func (s *Service) persistSandbox(sb *store.Sandbox) {
+	if s.opts.Persister != nil {
+		if err := s.opts.Persister.SaveSandbox(sb); err != nil {
+			s.opts.Logf("save sandbox %s: %v", sb.ID, err)
+		}
+	}
+}
+
+func (s *Service) persistContainer(c *store.Container) {
+	if s.opts.Persister != nil {
+		if err := s.opts.Persister.SaveContainer(c); err != nil {
+			s.opts.Logf("save container %s: %v", c.ID, err)
+		}
+	}
+}
+
+func (s *Service) unpersistSandbox(id string) {
+	if s.opts.Persister != nil {
+		if err := s.opts.Persister.DeleteSandbox(id); err != nil {
+			s.opts.Logf("delete sandbox %s state: %v", id, err)
+		}
+	}
+}
+
+func (s *Service) unpersistContainer(id string) {
+	if s.opts.Persister != nil {
+		if err := s.opts.Persister.DeleteContainer(id); err != nil {
+			s.opts.Logf("delete container %s state: %v", id, err)
+		}
+	}
+}
+
+// createLogFile creates the container's log file (and its directory) at start, as containerd's
+// logger does, so `kubectl logs` finds a file even for a silent container.
+func createLogFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create container log directory: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o640)
+	if err != nil {
+		return fmt.Errorf("create container log file: %w", err)
+	}
+	return f.Close()
+}

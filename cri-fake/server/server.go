@@ -1,0 +1,428 @@
+// Package server wires cri-fake together and serves it: the runtime and image services on one
+// unix socket (or two), behind the trace and fault interceptors, with an optional admin socket.
+// Start runs a complete cri-fake in-process, ready when it returns, with no package-level state,
+// so one test can run several.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+	cnitypes "github.com/containernetworking/cni/pkg/types"
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/images"
+	"github.com/plugsim/plugsim/cri-fake/network"
+	"github.com/plugsim/plugsim/cri-fake/runtime"
+	"github.com/plugsim/plugsim/cri-fake/store"
+	"github.com/plugsim/plugsim/internal/admin"
+	"github.com/plugsim/plugsim/internal/endpoint"
+	"github.com/plugsim/plugsim/internal/faults"
+	"github.com/plugsim/plugsim/internal/trace"
+)
+
+// Options configure a cri-fake server. The zero value is a working in-process server: a socket
+// in a fresh temporary directory, CNI off (pods get addresses from a built-in allocator), the
+// built-in image catalog, memory-only state.
+type Options struct {
+	// Endpoint is the unix socket to serve on ("unix:///run/plugsim/cri.sock"); empty means a
+	// fresh socket in a temporary directory.
+	Endpoint string
+	// Listener, when set, is served instead of listening on Endpoint.
+	Listener net.Listener
+	// ImageEndpoint, when set and different from Endpoint, serves the ImageService on its own
+	// socket (the kubelet's --image-service-endpoint).
+	ImageEndpoint string
+	// AdminSocket, when set, serves the admin API (trace and fault rules) on that unix socket.
+	AdminSocket string
+
+	// StateDir, when set, persists sandboxes, containers and images there and reloads them.
+	StateDir string
+	// RootDir holds netns files, the CNI cache and the log directories of sandboxes that bring
+	// none; empty means a temporary directory removed by Close.
+	RootDir string
+
+	// CNIConfDir is the CNI configuration directory; empty turns CNI off.
+	CNIConfDir string
+	// CNIBinDirs are searched for CNI plugins (default /opt/cni/bin).
+	CNIBinDirs []string
+	// NetNS is "placeholder" (default) or "real" (root only: real network namespaces).
+	NetNS string
+
+	// RuntimeHandlers accepted by RunPodSandbox (default {"runc"}).
+	RuntimeHandlers []string
+	// CgroupDriver reported by RuntimeConfig: "cgroupfs" (default) or "systemd".
+	CgroupDriver string
+
+	// Catalog is the image catalog; nil means ImageCatalog's file, or the built-in catalog.
+	Catalog *images.Catalog
+	// ImageCatalog is a YAML catalog file merged over the built-in images.
+	ImageCatalog string
+
+	// Recorder records the trace; nil means a new one (TraceCapacity events, TraceFile).
+	Recorder      *trace.Recorder
+	TraceFile     string
+	TraceCapacity int
+	// Caller names the client side of the boundary in trace events (default "kubelet").
+	Caller string
+
+	// Faults are the fault rules; nil means the rules of FaultsFile, or none.
+	Faults     *faults.Set
+	FaultsFile string
+
+	// Launcher starts container processes; nil means every container runs until stopped.
+	Launcher runtime.Launcher
+
+	// Logf receives diagnostics (default: discard).
+	Logf func(format string, args ...any)
+}
+
+// Server is a running cri-fake.
+type Server struct {
+	endpoint, imageEndpoint, adminEndpoint string
+
+	rec       *trace.Recorder
+	ownRec    bool
+	faults    *faults.Set
+	runtime   *runtime.Service
+	images    *images.Service
+	grpc      []*grpc.Server
+	admin     *admin.Server
+	tmpDirs   []string
+	closeOnce sync.Once
+	closeErr  error
+	wg        sync.WaitGroup
+}
+
+// Start builds and serves a cri-fake. When it returns without error the sockets accept calls.
+func Start(opts Options) (_ *Server, retErr error) {
+	s := &Server{}
+	defer func() {
+		if retErr != nil {
+			s.Close()
+		}
+	}()
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if opts.RootDir == "" {
+		d, err := os.MkdirTemp("", "cri-fake-root-")
+		if err != nil {
+			return nil, err
+		}
+		s.tmpDirs = append(s.tmpDirs, d)
+		opts.RootDir = d
+	}
+	if err := os.MkdirAll(opts.RootDir, 0o755); err != nil {
+		return nil, fmt.Errorf("root dir: %w", err)
+	}
+
+	// Trace and faults.
+	s.rec = opts.Recorder
+	if s.rec == nil {
+		r, err := trace.New(trace.Options{Capacity: opts.TraceCapacity, File: opts.TraceFile})
+		if err != nil {
+			return nil, err
+		}
+		s.rec, s.ownRec = r, true
+	}
+	s.faults = opts.Faults
+	if s.faults == nil && opts.FaultsFile != "" {
+		fs, err := faults.Load(opts.FaultsFile)
+		if err != nil {
+			return nil, err
+		}
+		s.faults = fs
+	}
+	if s.faults == nil {
+		s.faults = faults.NewSet(uint64(time.Now().UnixNano()))
+	}
+
+	// Images.
+	catalog := opts.Catalog
+	if catalog == nil && opts.ImageCatalog != "" {
+		c, err := images.LoadCatalog(opts.ImageCatalog)
+		if err != nil {
+			return nil, err
+		}
+		catalog = c
+	}
+	var fileState *store.FileState
+	if opts.StateDir != "" {
+		if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
+			return nil, fmt.Errorf("state dir: %w", err)
+		}
+		fileState = &store.FileState{Dir: opts.StateDir}
+	}
+	var imgSvc *images.Service
+	imgOpts := images.Options{Catalog: catalog, FSPath: opts.RootDir}
+	if fileState != nil {
+		imgOpts.OnChange = func() {
+			var recs []store.ImageRecord
+			for _, img := range imgSvc.Store().List() {
+				recs = append(recs, store.ImageRecord{ID: img.ID, RepoTags: img.RepoTags, RepoDigests: img.RepoDigests})
+			}
+			if err := fileState.SaveImages(recs); err != nil {
+				logf("save images: %v", err)
+			}
+		}
+	}
+	imgSvc = images.NewService(imgOpts)
+	s.images = imgSvc
+
+	// Network.
+	caller := opts.Caller
+	if caller == "" {
+		caller = "kubelet"
+	}
+	var netPlugin network.Plugin
+	binDirs := opts.CNIBinDirs
+	if len(binDirs) == 0 {
+		binDirs = []string{"/opt/cni/bin"}
+	}
+	if opts.CNIConfDir != "" {
+		netPlugin = network.NewCNI(network.CNIOptions{
+			ConfDir:  opts.CNIConfDir,
+			BinDirs:  binDirs,
+			CacheDir: filepath.Join(opts.RootDir, "cni-cache"),
+			Observe:  s.observeCNI,
+		})
+	}
+	netnsMode := opts.NetNS
+	if netnsMode == "" {
+		netnsMode = network.NetNSPlaceholder
+	}
+	if netnsMode != network.NetNSPlaceholder && netnsMode != network.NetNSReal {
+		return nil, fmt.Errorf("netns mode %q: want %q or %q", netnsMode, network.NetNSPlaceholder, network.NetNSReal)
+	}
+	if netnsMode == network.NetNSReal && os.Geteuid() != 0 {
+		return nil, errors.New("--netns=real needs root (it creates network namespaces)")
+	}
+
+	// Runtime.
+	info := map[string]any{"stateDir": opts.StateDir, "imageCatalog": opts.ImageCatalog}
+	if opts.CNIConfDir != "" {
+		info["cni"] = map[string]any{"confDir": opts.CNIConfDir, "binDirs": binDirs}
+	} else {
+		info["cni"] = map[string]any{"disabled": true}
+	}
+	rt, err := runtime.New(runtime.Options{
+		RootDir:         opts.RootDir,
+		RuntimeHandlers: opts.RuntimeHandlers,
+		CgroupDriver:    opts.CgroupDriver,
+		Images:          imgSvc,
+		Network:         netPlugin,
+		NetNS:           network.NetNSManager{Dir: filepath.Join(opts.RootDir, "netns"), Mode: netnsMode},
+		Launcher:        opts.Launcher,
+		Persister:       persister(fileState),
+		Info:            info,
+		Logf:            logf,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.runtime = rt
+	if fileState != nil {
+		loaded, err := fileState.Load()
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range loaded.Images {
+			if cfg := findByID(imgSvc.Catalog(), r.ID); cfg != nil {
+				imgSvc.Store().Restore(images.Image{ID: r.ID, RepoTags: r.RepoTags, RepoDigests: r.RepoDigests, Config: cfg})
+			} else {
+				logf("restore image %s: not in the catalog any more; dropping it", r.ID)
+			}
+		}
+		rt.Restore(context.Background(), loaded)
+	}
+
+	// gRPC.
+	boundary := trace.Boundary{Interface: trace.CRI, Caller: caller, Callee: "cri-fake"}
+	newGRPC := func() *grpc.Server {
+		return grpc.NewServer(
+			grpc.ChainUnaryInterceptor(s.rec.UnaryServerInterceptor(boundary), s.faults.UnaryServerInterceptor()),
+			grpc.ChainStreamInterceptor(s.rec.StreamServerInterceptor(boundary), s.faults.StreamServerInterceptor()),
+			grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20),
+		)
+	}
+	l := opts.Listener
+	if l == nil {
+		ep := opts.Endpoint
+		if ep == "" {
+			d, err := os.MkdirTemp("", "cri-fake-")
+			if err != nil {
+				return nil, err
+			}
+			s.tmpDirs = append(s.tmpDirs, d)
+			ep = endpoint.URL(filepath.Join(d, "cri.sock"))
+		}
+		if l, err = endpoint.Listen(ep); err != nil {
+			return nil, err
+		}
+	}
+	s.endpoint = endpoint.URL(l.Addr().String())
+	main := newGRPC()
+	runtimeapi.RegisterRuntimeServiceServer(main, rt)
+	s.imageEndpoint = s.endpoint
+	if opts.ImageEndpoint != "" && opts.ImageEndpoint != opts.Endpoint {
+		il, err := endpoint.Listen(opts.ImageEndpoint)
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+		img := newGRPC()
+		runtimeapi.RegisterImageServiceServer(img, imgSvc)
+		s.imageEndpoint = endpoint.URL(il.Addr().String())
+		s.serve(img, il)
+	} else {
+		runtimeapi.RegisterImageServiceServer(main, imgSvc)
+	}
+	s.serve(main, l)
+
+	if opts.AdminSocket != "" {
+		a, err := admin.Serve(opts.AdminSocket, s.rec, s.faults)
+		if err != nil {
+			return nil, err
+		}
+		s.admin = a
+		p, _ := endpoint.Parse(opts.AdminSocket)
+		s.adminEndpoint = endpoint.URL(p)
+	}
+	return s, nil
+}
+
+func persister(fs *store.FileState) runtime.Persister {
+	if fs == nil {
+		return nil
+	}
+	return fs
+}
+
+func findByID(c *images.Catalog, id string) *images.CatalogImage {
+	for _, img := range c.Images() {
+		if img.ID == id {
+			return img
+		}
+	}
+	return nil
+}
+
+func (s *Server) serve(g *grpc.Server, l net.Listener) {
+	s.grpc = append(s.grpc, g)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		g.Serve(l)
+	}()
+}
+
+// observeCNI records each CNI ADD/DEL cri-fake makes as a CNI trace event (cri-fake → plugin).
+func (s *Server) observeCNI(verb string, pod network.Pod, list *libcni.NetworkConfigList, rt *libcni.RuntimeConf, res cnitypes.Result, err error, took time.Duration) {
+	ev := trace.Event{
+		Time:       time.Now().Add(-took),
+		Interface:  trace.CNI,
+		Caller:     "cri-fake",
+		Callee:     list.Name,
+		Service:    pluginTypes(list),
+		Method:     verb,
+		Code:       "OK",
+		DurationNS: int64(took),
+		Attrs: map[string]string{
+			"containerID": rt.ContainerID, "netns": rt.NetNS, "ifName": rt.IfName,
+			"pod": pod.Config.GetMetadata().GetNamespace() + "/" + pod.Config.GetMetadata().GetName(),
+		},
+	}
+	if err != nil {
+		ev.Error = err.Error()
+		ev.Code = "ERROR"
+		var ce *cnitypes.Error
+		if errors.As(err, &ce) {
+			ev.Code = strconv.FormatUint(uint64(ce.Code), 10)
+		}
+	}
+	ev.SetRenderer(func(e *trace.Event) {
+		args := map[string]string{}
+		for _, a := range rt.Args {
+			args[a[0]] = a[1]
+		}
+		e.Request, _ = json.Marshal(map[string]any{"config": json.RawMessage(list.Bytes), "args": args, "capabilityArgs": rt.CapabilityArgs})
+		if res != nil {
+			e.Response, _ = json.Marshal(res)
+		}
+	})
+	s.rec.Record(ev)
+}
+
+func pluginTypes(list *libcni.NetworkConfigList) string {
+	t := ""
+	for i, p := range list.Plugins {
+		if i > 0 {
+			t += ","
+		}
+		t += p.Network.Type
+	}
+	return t
+}
+
+// Endpoint is the runtime socket, as unix:///path.
+func (s *Server) Endpoint() string { return s.endpoint }
+
+// ImageEndpoint is the image socket (the runtime socket unless split).
+func (s *Server) ImageEndpoint() string { return s.imageEndpoint }
+
+// AdminEndpoint is the admin socket ("" when not served).
+func (s *Server) AdminEndpoint() string { return s.adminEndpoint }
+
+// Recorder is the trace of every call served.
+func (s *Server) Recorder() *trace.Recorder { return s.rec }
+
+// Faults are the fault rules applied to every call; change them at any time.
+func (s *Server) Faults() *faults.Set { return s.faults }
+
+// Runtime is the RuntimeService implementation (for direct inspection in tests).
+func (s *Server) Runtime() *runtime.Service { return s.runtime }
+
+// Images is the ImageService implementation.
+func (s *Server) Images() *images.Service { return s.images }
+
+// Close stops serving (in-flight calls are cut off after a short grace period), closes the
+// trace file it opened and removes the temporary directories it made. State in StateDir stays.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		if s.runtime != nil {
+			s.runtime.Close() // ends GetContainerEvents streams, so GracefulStop does not wait on them
+		}
+		for _, g := range s.grpc {
+			done := make(chan struct{})
+			go func() { g.GracefulStop(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(2 * time.Second):
+				g.Stop()
+			}
+		}
+		s.wg.Wait()
+		if s.admin != nil {
+			s.admin.Close()
+		}
+		if s.ownRec && s.rec != nil {
+			s.closeErr = s.rec.Close()
+		}
+		for _, d := range s.tmpDirs {
+			os.RemoveAll(d)
+		}
+	})
+	return s.closeErr
+}

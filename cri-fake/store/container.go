@@ -1,0 +1,271 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ContainerSpec is the part of a container fixed at creation.
+type ContainerSpec struct {
+	ID        string
+	Name      string // the reserved name
+	SandboxID string
+	Config    *runtimeapi.ContainerConfig
+	// ImageID is the resolved image ID (Image.id = PullImageResponse.image_ref = image_id).
+	ImageID string
+	// ImageRef is what ContainerStatus.image_ref reports: the repo digest when the image has one,
+	// as containerd does, else the ID.
+	ImageRef string
+	// LogPath is the absolute log file path (sandbox log directory + config log_path), or "".
+	LogPath   string
+	CreatedAt int64
+	// StopSignal is the effective stop signal: the config's, else the image's, else SIGTERM.
+	StopSignal runtimeapi.Signal
+	// ImageName is what ContainerStatus.image.image shows: the first tag of the image, or the
+	// reference the container was created with.
+	ImageName string
+}
+
+// Container is a container: its spec and its guarded status.
+type Container struct {
+	ContainerSpec
+
+	mu     sync.RWMutex
+	status ContainerStatus
+	// exited is closed once the container has become EXITED.
+	exited chan struct{}
+	// task is the running process (runtime.Process); opaque to the store.
+	task any
+}
+
+// ContainerStatus is the mutable part of a container.
+type ContainerStatus struct {
+	State      runtimeapi.ContainerState
+	StartedAt  int64
+	FinishedAt int64
+	ExitCode   int32
+	Reason     string
+	Message    string
+	// Resources as created or last updated by UpdateContainerResources.
+	Resources *runtimeapi.LinuxContainerResources
+	// Starting and Removing block concurrent transitions while a slow step runs.
+	Starting bool
+	Removing bool
+}
+
+// NewContainer returns a CREATED container.
+func NewContainer(spec ContainerSpec) *Container {
+	n := &Container{ContainerSpec: spec, exited: make(chan struct{})}
+	n.status.Resources = spec.Config.GetLinux().GetResources()
+	return n
+}
+
+// Status returns a copy of the mutable state.
+func (c *Container) Status() ContainerStatus {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.status
+}
+
+// Task returns the process attached by SetRunning.
+func (c *Container) Task() any {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.task
+}
+
+// Exited is closed once the container is EXITED.
+func (c *Container) Exited() <-chan struct{} { return c.exited }
+
+func stateName(s runtimeapi.ContainerState) string {
+	return strings.TrimPrefix(s.String(), "CONTAINER_")
+}
+
+// SetStarting guards StartContainer: only a CREATED container that nobody is starting or
+// removing can start (containerd's setContainerStarting).
+func (c *Container) SetStarting() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.status.State != runtimeapi.ContainerState_CONTAINER_CREATED:
+		return fmt.Errorf("container %s is in %s state, only a CREATED container can be started: %w", c.ID, stateName(c.status.State), ErrInvalidState)
+	case c.status.Starting:
+		return fmt.Errorf("container %s is already being started: %w", c.ID, ErrInvalidState)
+	case c.status.Removing:
+		return fmt.Errorf("container %s is being removed: %w", c.ID, ErrInvalidState)
+	}
+	c.status.Starting = true
+	return nil
+}
+
+// SetRunning completes a start: the container is RUNNING with task as its process.
+func (c *Container) SetRunning(startedAt int64, task any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.status.Starting = false
+	c.status.State = runtimeapi.ContainerState_CONTAINER_RUNNING
+	c.status.StartedAt = startedAt
+	c.task = task
+}
+
+// SetStartFailed records a failed start the way containerd does: EXITED, exit code 128,
+// reason StartError, and the error as the message.
+func (c *Container) SetStartFailed(at int64, msg string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.status.Starting = false
+	c.status.State = runtimeapi.ContainerState_CONTAINER_EXITED
+	c.status.FinishedAt = at
+	c.status.ExitCode = 128
+	c.status.Reason = "StartError"
+	c.status.Message = msg
+	c.closeExited()
+}
+
+func (c *Container) closeExited() {
+	select {
+	case <-c.exited:
+	default:
+		close(c.exited)
+	}
+}
+
+// SetExited records the end of the process; it reports false when the container was not RUNNING
+// (the exit was already recorded).
+func (c *Container) SetExited(at int64, code int32, reason, msg string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.status.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return false
+	}
+	c.status.State = runtimeapi.ContainerState_CONTAINER_EXITED
+	c.status.FinishedAt = at
+	c.status.ExitCode = code
+	c.status.Reason = reason
+	c.status.Message = msg
+	c.task = nil
+	c.closeExited()
+	return true
+}
+
+// SetRemoving guards RemoveContainer: a running or starting container must be stopped first.
+func (c *Container) SetRemoving() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.status.Starting:
+		return fmt.Errorf("container %s is being started: %w", c.ID, ErrInvalidState)
+	case c.status.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return fmt.Errorf("container %s is still running, stop it before removing it: %w", c.ID, ErrInvalidState)
+	case c.status.Removing:
+		return fmt.Errorf("container %s is already being removed: %w", c.ID, ErrInvalidState)
+	}
+	c.status.Removing = true
+	return nil
+}
+
+// ResetRemoving undoes SetRemoving after a failed removal.
+func (c *Container) ResetRemoving() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.status.Removing = false
+}
+
+// UpdateResources replaces the container's resources; an EXITED container cannot be updated
+// (containerd: "container is in EXITED state").
+func (c *Container) UpdateResources(r *runtimeapi.LinuxContainerResources) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.status.State == runtimeapi.ContainerState_CONTAINER_EXITED || c.status.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+		return fmt.Errorf("container %s is in %s state, its resources cannot be updated: %w", c.ID, stateName(c.status.State), ErrInvalidState)
+	}
+	c.status.Resources = r
+	return nil
+}
+
+// RestoreStatus sets the status of a container loaded from the state directory.
+func (c *Container) RestoreStatus(st ContainerStatus) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.Starting, st.Removing = false, false
+	c.status = st
+	if st.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+		c.closeExited()
+	}
+}
+
+// ContainerName is the name containerd reserves for a container:
+// <container>_<pod>_<namespace>_<uid>_<attempt>.
+func ContainerName(c *runtimeapi.ContainerMetadata, s *runtimeapi.PodSandboxMetadata) string {
+	return fmt.Sprintf("%s_%s_%s_%s_%d", c.GetName(), s.GetName(), s.GetNamespace(), s.GetUid(), c.GetAttempt())
+}
+
+// ContainerStore holds the containers.
+type ContainerStore struct {
+	idx index[*Container]
+
+	mu        sync.RWMutex
+	bySandbox map[string]map[string]*Container
+}
+
+// NewContainerStore returns an empty store.
+func NewContainerStore() *ContainerStore {
+	return &ContainerStore{idx: newIndex[*Container](), bySandbox: map[string]map[string]*Container{}}
+}
+
+// Reserve claims a container name for an ID.
+func (s *ContainerStore) Reserve(name, id string) error { return s.idx.reserve(name, id) }
+
+// Release frees a container name.
+func (s *ContainerStore) Release(name string) { s.idx.release(name) }
+
+// Add inserts a container.
+func (s *ContainerStore) Add(c *Container) {
+	s.idx.add(c.ID, c)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.bySandbox[c.SandboxID]
+	if m == nil {
+		m = map[string]*Container{}
+		s.bySandbox[c.SandboxID] = m
+	}
+	m[c.ID] = c
+}
+
+// Get finds a container by ID or unique ID prefix.
+func (s *ContainerStore) Get(idOrPrefix string) (*Container, error) { return s.idx.get(idOrPrefix) }
+
+// Delete removes a container and frees its name.
+func (s *ContainerStore) Delete(c *Container) {
+	s.idx.remove(c.ID)
+	s.idx.release(c.Name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m := s.bySandbox[c.SandboxID]; m != nil {
+		delete(m, c.ID)
+		if len(m) == 0 {
+			delete(s.bySandbox, c.SandboxID)
+		}
+	}
+}
+
+// List returns every container in creation order.
+func (s *ContainerStore) List() []*Container { return s.idx.list() }
+
+// InSandbox returns the containers of one sandbox.
+func (s *ContainerStore) InSandbox(sandboxID string) []*Container {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m := s.bySandbox[sandboxID]
+	out := make([]*Container, 0, len(m))
+	for _, c := range m {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Len is the number of containers.
+func (s *ContainerStore) Len() int { return s.idx.len() }

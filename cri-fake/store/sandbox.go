@@ -1,0 +1,117 @@
+package store
+
+import (
+	"fmt"
+	"sync"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Sandbox is a pod sandbox. The fields outside the status are fixed once the sandbox is in the
+// store; the status changes only through the guarded methods.
+type Sandbox struct {
+	ID             string
+	Name           string // the reserved name: <name>_<namespace>_<uid>_<attempt>
+	Config         *runtimeapi.PodSandboxConfig
+	RuntimeHandler string
+	CreatedAt      int64 // unix nanoseconds
+	// NetNS is the network namespace path ("" for host-network sandboxes).
+	NetNS string
+	// IPs are the pod IPs, the primary first (from the CNI result).
+	IPs []string
+	// CNIResult is the CNI ADD result as JSON (verbose PodSandboxStatus shows it).
+	CNIResult []byte
+	// LogDirectory is where the sandbox's container logs go (config's, or one under the root dir).
+	LogDirectory string
+
+	mu     sync.RWMutex
+	status SandboxStatus
+}
+
+// SandboxStatus is the mutable part of a sandbox.
+type SandboxStatus struct {
+	State runtimeapi.PodSandboxState
+	// NetworkDown is true once the CNI DEL has succeeded (a second StopPodSandbox skips it).
+	NetworkDown bool
+	// Resources are the pod-level resources from UpdatePodSandboxResources.
+	Resources *runtimeapi.LinuxContainerResources
+}
+
+// IsHostNetwork reports whether the sandbox uses the node's network namespace.
+func (s *Sandbox) IsHostNetwork() bool {
+	return s.Config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
+}
+
+// Status returns a copy of the mutable state.
+func (s *Sandbox) Status() SandboxStatus {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.status
+}
+
+// SetNotReady moves the sandbox to NOTREADY (StopPodSandbox); it is idempotent.
+func (s *Sandbox) SetNotReady() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+}
+
+// SetNetworkDown records a successful CNI DEL.
+func (s *Sandbox) SetNetworkDown() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status.NetworkDown = true
+}
+
+// SetResources records pod-level resources.
+func (s *Sandbox) SetResources(r *runtimeapi.LinuxContainerResources) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status.Resources = r
+}
+
+// RestoreStatus sets the status of a sandbox loaded from the state directory.
+func (s *Sandbox) RestoreStatus(st SandboxStatus) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status = st
+}
+
+// SandboxName is the name containerd reserves for a sandbox: two RunPodSandbox calls with the
+// same name, namespace, uid and attempt are the same pod and the second is refused.
+func SandboxName(m *runtimeapi.PodSandboxMetadata) string {
+	return fmt.Sprintf("%s_%s_%s_%d", m.GetName(), m.GetNamespace(), m.GetUid(), m.GetAttempt())
+}
+
+// SandboxStore holds the sandboxes.
+type SandboxStore struct{ idx index[*Sandbox] }
+
+// NewSandboxStore returns an empty store.
+func NewSandboxStore() *SandboxStore { return &SandboxStore{idx: newIndex[*Sandbox]()} }
+
+// Reserve claims the sandbox name for id before the (slow) network setup, so a concurrent
+// duplicate RunPodSandbox fails fast instead of creating a second sandbox.
+func (s *SandboxStore) Reserve(name, id string) error { return s.idx.reserve(name, id) }
+
+// Release frees a name (after a failed RunPodSandbox or RemovePodSandbox).
+func (s *SandboxStore) Release(name string) { s.idx.release(name) }
+
+// Add inserts a sandbox; a new Sandbox is READY (the zero PodSandboxState).
+func (s *SandboxStore) Add(sb *Sandbox) {
+	s.idx.add(sb.ID, sb)
+}
+
+// Get finds a sandbox by ID or unique ID prefix.
+func (s *SandboxStore) Get(idOrPrefix string) (*Sandbox, error) { return s.idx.get(idOrPrefix) }
+
+// Delete removes a sandbox and frees its name.
+func (s *SandboxStore) Delete(sb *Sandbox) {
+	s.idx.remove(sb.ID)
+	s.idx.release(sb.Name)
+}
+
+// List returns every sandbox in creation order.
+func (s *SandboxStore) List() []*Sandbox { return s.idx.list() }
+
+// Len is the number of sandboxes.
+func (s *SandboxStore) Len() int { return s.idx.len() }
