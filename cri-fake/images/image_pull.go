@@ -81,4 +81,3 @@ func wait(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
-

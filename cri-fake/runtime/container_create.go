@@ -76,14 +76,14 @@ func (s *Service) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	spec := store.ContainerSpec{
 		StopSignal: stop,
 		ImageName:  imageName,
-		ID:        id,
-		Name:      name,
-		SandboxID: sb.ID,
-		Config:    cfg,
-		ImageID:   img.ID,
-		ImageRef:  imageRef,
-		LogPath:   logPath,
-		CreatedAt: s.now().UnixNano(),
+		ID:         id,
+		Name:       name,
+		SandboxID:  sb.ID,
+		Config:     cfg,
+		ImageID:    img.ID,
+		ImageRef:   imageRef,
+		LogPath:    logPath,
+		CreatedAt:  s.now().UnixNano(),
 	}
 	if v, ok := s.launcher.(Validator); ok {
 		ps := ProcessSpec{ContainerID: id, SandboxID: sb.ID, Config: cfg, SandboxConfig: sb.Config, Image: img,

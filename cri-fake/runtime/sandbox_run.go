@@ -104,4 +104,3 @@ func validateSandboxConfig(cfg *runtimeapi.PodSandboxConfig) error {
 	}
 	return nil
 }
-
