@@ -39,7 +39,7 @@ func (p *plugin) cmdGC(args *skel.CmdArgs) (retErr error) {
 	var errs []error
 	var removed []string
 	if conf.Mode == modeVeth {
-		prefix := hostAlias(conf.Name, "", "")
+		prefix := aliasPrefix(conf.Name)
 		owned, err := link.Owned(prefix)
 		if err != nil {
 			errs = append(errs, err)

@@ -139,7 +139,13 @@ func testConf(dir, version string, extra map[string]any) string {
 // leaseFiles lists the lease files of testnet.
 func leaseFiles(t testing.TB, dir string) []string {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(dir, "data", "testnet"))
+	return networkLeases(t, dir, "testnet")
+}
+
+// networkLeases lists the lease files of a network whose dataDir is dir/data.
+func networkLeases(t testing.TB, dir, network string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(dir, "data", network))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

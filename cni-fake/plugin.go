@@ -120,8 +120,11 @@ func hostIfName(prefix, network, containerID, ifName string) string {
 
 // hostAlias marks a host veth as this plugin's, for GC (see link.Config.Alias).
 func hostAlias(network, containerID, ifName string) string {
-	return "cni-fake/" + network + "/" + containerID + "/" + ifName
+	return aliasPrefix(network) + containerID + "/" + ifName
 }
+
+// aliasPrefix starts the alias of every host veth of network.
+func aliasPrefix(network string) string { return "cni-fake/" + network + "/" }
 
 // log appends the invocation to logFile, in the boundary-trace event format the harness merges
 // with cri-fake's and csi-fake's events.
