@@ -54,6 +54,11 @@ func Role(iface, method string) string {
 // because the note's point is that a driver comes in two parts: the controller plugin (a
 // Deployment) and the node plugin (a DaemonSet).
 func Callee(ev trace.Event) string {
+	if ev.Interface == trace.CNI {
+		if types := pluginTypes(ev); len(types) > 0 {
+			return types[0]
+		}
+	}
 	c := ev.Callee
 	if c == "" {
 		c = "?"
@@ -83,6 +88,11 @@ func Caller(ev trace.Event) string {
 // Chain returns the plugins of a CNI call after the callee ("portmap"), from the attributes
 // cri-fake or cni-fake record.
 func Chain(ev trace.Event) []string {
+	if ev.Interface == trace.CNI {
+		if types := pluginTypes(ev); len(types) > 1 {
+			return types[1:]
+		}
+	}
 	for _, k := range []string{"chain", "plugins", "next"} {
 		if v := ev.Attrs[k]; v != "" {
 			var out []string
@@ -95,6 +105,42 @@ func Chain(ev trace.Event) []string {
 		}
 	}
 	return nil
+}
+
+// pluginTypes are the plugin types of a CNI call on a whole network list, which the runtime
+// records in Service ("cni-fake,portmap"), in chain order.
+func pluginTypes(ev trace.Event) []string {
+	if ev.Service == "" {
+		return nil
+	}
+	var out []string
+	for _, t := range strings.Split(ev.Service, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// FoldCNI drops the events a CNI plugin logged itself when the runtime (or the harness) recorded
+// the same invocation of the whole chain: the chain event already says "cni-fake → portmap", and
+// the trace should show each boundary crossing once.
+func FoldCNI(events []trace.Event) []trace.Event {
+	type key struct{ method, container string }
+	chains := map[key]bool{}
+	for _, ev := range events {
+		if ev.Interface == trace.CNI && strings.Contains(ev.Service, ",") || (ev.Interface == trace.CNI && ev.Callee != ev.Service && ev.Service != "") {
+			chains[key{ev.Method, ev.Attrs["containerID"]}] = true
+		}
+	}
+	out := events[:0:0]
+	for _, ev := range events {
+		if ev.Interface == trace.CNI && ev.Callee == ev.Service && chains[key{ev.Method, ev.Attrs["containerID"]}] {
+			continue
+		}
+		out = append(out, ev)
+	}
+	return out
 }
 
 // Label is what an arrow says: the interface, and for CNI the verb.
@@ -127,8 +173,19 @@ func Line(ev trace.Event) string {
 	}
 	if ev.Interface != trace.CNI {
 		b.WriteString("  " + ev.Method)
-	} else if id := ev.Attrs["containerID"]; id != "" {
-		b.WriteString("  " + short(id))
+	} else {
+		net := ev.Attrs["network"]
+		if net == "" && ev.Callee != ev.Service {
+			net = ev.Callee // the runtime records the network list's name as the callee
+		}
+		if net != "" {
+			b.WriteString("  network=" + net)
+		}
+		if pod := ev.Attrs["pod"]; pod != "" {
+			b.WriteString(" pod=" + pod)
+		} else if id := ev.Attrs["containerID"]; id != "" {
+			b.WriteString(" container=" + short(id))
+		}
 	}
 	b.WriteString(" " + Ms(ev.Duration()))
 	if ev.Code != "" && ev.Code != "OK" {

@@ -11,7 +11,7 @@ import (
 
 var sample = []trace.Event{
 	{Interface: trace.CRI, Caller: "kubelet", Callee: "cri-fake", Service: "runtime.v1.RuntimeService", Method: "RunPodSandbox", Code: "OK", DurationNS: int64(1200 * time.Microsecond)},
-	{Interface: trace.CNI, Caller: "cri-fake", Callee: "cni-fake", Method: "ADD", Code: "OK", DurationNS: int64(3 * time.Millisecond), Attrs: map[string]string{"chain": "cni-fake,portmap"}},
+	{Interface: trace.CNI, Caller: "cri-fake", Callee: "plugsim", Service: "cni-fake,portmap", Method: "ADD", Code: "OK", DurationNS: int64(3 * time.Millisecond), Attrs: map[string]string{"pod": "default/web", "containerID": "abc"}},
 	{Interface: trace.CSI, Caller: "kubelet", Callee: "csi-fake", Service: "csi.v1.Node", Method: "NodePublishVolume", Code: "OK", DurationNS: int64(300 * time.Microsecond)},
 	{Interface: trace.CSI, Caller: "external-provisioner", Callee: "csi-fake", Service: "csi.v1.Controller", Method: "CreateVolume", Code: "AlreadyExists", Error: "volume <x> & \"y\"", DurationNS: 5000},
 }
@@ -19,7 +19,7 @@ var sample = []trace.Event{
 func TestLineDrawsLikeTheSourceNote(t *testing.T) {
 	want := []string{
 		"kubelet ──CRI──▶ cri-fake  RunPodSandbox 1.2ms",
-		"cri-fake ──CNI ADD──▶ cni-fake → portmap 3.0ms",
+		"cri-fake ──CNI ADD──▶ cni-fake → portmap  network=plugsim pod=default/web 3.0ms",
 		"kubelet ──CSI──▶ csi-fake (node)  NodePublishVolume 300µs",
 		"external-provisioner ──CSI──▶ csi-fake (controller)  CreateVolume 5µs  ✗ AlreadyExists: volume <x> & \"y\"",
 	}
@@ -59,5 +59,15 @@ func TestMermaid(t *testing.T) {
 		if !strings.Contains(m, want) {
 			t.Errorf("Mermaid lacks %q:\n%s", want, m)
 		}
+	}
+}
+
+func TestFoldCNIKeepsOneEventPerInvocation(t *testing.T) {
+	own := trace.Event{Interface: trace.CNI, Caller: "cri-fake", Callee: "cni-fake", Service: "cni-fake", Method: "ADD", Attrs: map[string]string{"containerID": "abc"}}
+	other := own
+	other.Attrs = map[string]string{"containerID": "zzz"}
+	got := FoldCNI([]trace.Event{sample[0], sample[1], own, other})
+	if len(got) != 3 || got[2].Attrs["containerID"] != "zzz" {
+		t.Errorf("FoldCNI kept %d events: %+v", len(got), got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
@@ -134,9 +135,18 @@ func (r *runner) cniCall(ctx context.Context, st *Step) outcome {
 		}
 	}
 	o.client = []trace.Event{{
-		Time: start, Interface: trace.CNI, Caller: "harness", Callee: list.Name, Method: st.Call,
+		Time: start, Interface: trace.CNI, Caller: "harness", Callee: list.Name, Service: pluginTypes(list), Method: st.Call,
 		Code: o.code, Error: o.msg, DurationNS: int64(time.Since(start)),
 		Attrs: map[string]string{"containerID": req.ContainerID},
 	}}
 	return o
+}
+
+// pluginTypes lists the chain's plugin types, the way the runtime records a chain call.
+func pluginTypes(list *libcni.NetworkConfigList) string {
+	var types []string
+	for _, p := range list.Plugins {
+		types = append(types, p.Network.Type)
+	}
+	return strings.Join(types, ",")
 }

@@ -221,9 +221,14 @@ func (r *runner) step(ctx context.Context, st *Step) StepResult {
 			r.vars[c.Var] = scalarString(v)
 		}
 	}
-	sr.Passed = sr.Failure == ""
 	sr.Duration = time.Since(start)
 	sr.Events = r.events(st, client)
+	if sr.Failure == "" {
+		if problems := r.checkTrace(st, sr.Events); len(problems) > 0 {
+			sr.Failure = r.fail(st, "%s", strings.Join(problems, "; "))
+		}
+	}
+	sr.Passed = sr.Failure == ""
 	return sr
 }
 
@@ -235,6 +240,12 @@ func (r *runner) events(st *Step, client []trace.Event) []trace.Event {
 		return client
 	}
 	evs, err := r.env.Trace.Next()
+	if st.Interface == CNI {
+		// The harness itself ran the chain through libcni: its own record names the whole
+		// chain, as the runtime's does for RunPodSandbox.
+		evs = collect.Merge(client, evs)
+	}
+	evs = diagram.FoldCNI(evs)
 	if err != nil && r.env.Out != nil {
 		fmt.Fprintf(r.env.Out, "       (trace: %v)\n", err)
 	}
@@ -243,16 +254,13 @@ func (r *runner) events(st *Step, client []trace.Event) []trace.Event {
 		if (ev.Interface == trace.CRI || ev.Interface == trace.CSI) && genericCaller(ev.Caller) {
 			ev.Caller = diagram.Role(ev.Interface, ev.Method)
 		}
-		if ev.Interface == trace.CNI && st.Interface == CNI && genericCaller(ev.Caller) {
-			ev.Caller = "harness"
-		}
 	}
 	return evs
 }
 
 func genericCaller(c string) bool {
 	switch strings.ToLower(c) {
-	case "", "kubelet", "harness", "client", "co", "unknown", "runtime":
+	case "", "kubelet", "harness", "client", "co", "unknown", "runtime", "csi-controller":
 		return true
 	}
 	return false
@@ -495,4 +503,102 @@ func toAny(ss []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// checkTrace applies the step's trace expectations to its events.
+func (r *runner) checkTrace(st *Step, evs []trace.Event) []string {
+	var problems []string
+	for _, te := range st.Expect.Trace {
+		var matched []trace.Event
+		var near []string
+		for _, ev := range evs {
+			if !te.matches(ev) {
+				continue
+			}
+			doc := eventDoc(ev)
+			ok := true
+			for _, fe := range te.Fields {
+				val := fe.Value
+				if s, isStr := val.(string); isStr {
+					val = r.subst(s)
+				}
+				if good, got, _ := fe.check(doc, val); !good {
+					ok = false
+					near = append(near, fmt.Sprintf("%s %s was %s", ev.Method, fe.Path, got))
+					break
+				}
+			}
+			if ok {
+				matched = append(matched, ev)
+			}
+		}
+		switch {
+		case te.Absent && len(matched) > 0:
+			problems = append(problems, fmt.Sprintf("line %d: expected no %s call, but it crossed the boundary: %s", te.Line, te.describe(), diagram.Line(matched[0])))
+		case !te.Absent && len(matched) == 0:
+			msg := fmt.Sprintf("line %d: expected a %s call in the trace; none of the step's %d calls matched", te.Line, te.describe(), len(evs))
+			if len(near) > 0 {
+				msg += " (" + strings.Join(near, ", ") + ")"
+			}
+			problems = append(problems, msg)
+		}
+	}
+	return problems
+}
+
+func (te TraceExpect) describe() string {
+	var parts []string
+	for _, p := range [][2]string{{"", te.Interface}, {"", te.Method}, {"from ", te.Caller}, {"to ", te.Callee}, {"code ", te.Code}} {
+		if p[1] != "" {
+			parts = append(parts, p[0]+p[1])
+		}
+	}
+	if len(te.Fields) > 0 {
+		parts = append(parts, fmt.Sprintf("with %d field conditions", len(te.Fields)))
+	}
+	return strings.Join(parts, " ")
+}
+
+func (te TraceExpect) matches(ev trace.Event) bool {
+	if te.Interface != "" && te.Interface != ev.Interface {
+		return false
+	}
+	if te.Method != "" && !strings.EqualFold(te.Method, ev.Method) {
+		return false
+	}
+	if te.Caller != "" && te.Caller != ev.Caller && te.Caller != diagram.Caller(ev) {
+		return false
+	}
+	if te.Code != "" && te.Code != ev.Code {
+		return false
+	}
+	if te.Callee != "" {
+		ok := te.Callee == ev.Callee || te.Callee == diagram.Callee(ev)
+		for _, p := range diagram.Chain(ev) {
+			ok = ok || te.Callee == p
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// eventDoc is an event as the JSON document trace field paths address.
+func eventDoc(ev trace.Event) any {
+	doc := map[string]any{}
+	var req, resp any
+	if len(ev.Request) > 0 {
+		json.Unmarshal(ev.Request, &req)
+	}
+	if len(ev.Response) > 0 {
+		json.Unmarshal(ev.Response, &resp)
+	}
+	doc["request"], doc["response"] = req, resp
+	attrs := map[string]any{}
+	for k, v := range ev.Attrs {
+		attrs[k] = v
+	}
+	doc["attrs"] = attrs
+	return doc
 }

@@ -115,6 +115,23 @@ type Expect struct {
 	// Error must be contained in the error message.
 	Error  string
 	Fields []FieldExpect
+	// Trace are calls that must (or, with Absent, must not) have crossed a boundary during the
+	// step: what the runtime passed to the CNI chain, which CSI calls a driver received.
+	Trace []TraceExpect
+}
+
+// TraceExpect matches events of the step's boundary trace. Empty fields match anything; Callee
+// also matches a plugin further down a CNI chain (portmap).
+type TraceExpect struct {
+	Line      int
+	Interface string
+	Method    string
+	Caller    string
+	Callee    string
+	Code      string
+	Absent    bool
+	// Fields apply to {request, response, attrs} of the event: "request.capabilityArgs.portMappings[0].hostPort".
+	Fields []FieldExpect
 }
 
 // FieldExpect is one condition on a field of the answer.
@@ -538,6 +555,39 @@ func (p *parser) expect(n *yaml.Node, st *Step, where string) {
 			}
 		},
 		"error": func(_, v *yaml.Node) { st.Expect.Error = p.str(v, where+".error") },
+		"trace": func(_, v *yaml.Node) {
+			if v.Kind != yaml.SequenceNode {
+				p.fail(v, where+".trace", "want a list of calls to look for ({interface, method, caller, callee, code, absent, fields})")
+				return
+			}
+			for i, e := range v.Content {
+				w := fmt.Sprintf("%s.trace[%d]", where, i)
+				te := TraceExpect{Line: e.Line}
+				p.fields(e, w, map[string]func(k, v *yaml.Node){
+					"interface": func(_, v *yaml.Node) { te.Interface = strings.ToUpper(p.str(v, w+".interface")) },
+					"method":    func(_, v *yaml.Node) { te.Method = p.str(v, w+".method") },
+					"caller":    func(_, v *yaml.Node) { te.Caller = p.str(v, w+".caller") },
+					"callee":    func(_, v *yaml.Node) { te.Callee = p.str(v, w+".callee") },
+					"code":      func(_, v *yaml.Node) { te.Code = p.str(v, w+".code") },
+					"absent":    func(_, v *yaml.Node) { te.Absent = p.boolean(v, w+".absent") },
+					"fields": func(_, v *yaml.Node) {
+						if v.Kind != yaml.MappingNode {
+							p.fail(v, w+".fields", "want a mapping of request.path / response.path / attrs.key: value")
+							return
+						}
+						for j := 0; j+1 < len(v.Content); j += 2 {
+							fe := p.fieldExpect(v.Content[j], v.Content[j+1], w+".fields")
+							root, _, _ := strings.Cut(fe.Path, ".")
+							if root != "request" && root != "response" && root != "attrs" && p.err == nil {
+								p.fail(v.Content[j], w+".fields."+fe.Path, "a trace field path starts with request., response. or attrs.")
+							}
+							te.Fields = append(te.Fields, fe)
+						}
+					},
+				})
+				st.Expect.Trace = append(st.Expect.Trace, te)
+			}
+		},
 		"fields": func(_, v *yaml.Node) {
 			if v.Kind != yaml.MappingNode {
 				p.fail(v, where+".fields", "want a mapping of field.path: value")
