@@ -296,17 +296,7 @@ func TestLibcniGCRemovesStaleVeth(t *testing.T) {
 	inHost(t, hostNS, func() error { return cfg.DelNetworkList(ctx, list, rt1) })
 }
 
-func inHost(t testing.TB, n ns.NetNS, f func() error) {
-	t.Helper()
-	inNS(t, n, f)
-}
-
-func inNS(t testing.TB, n ns.NetNS, f func() error) {
-	t.Helper()
-	if err := n.Do(func(ns.NetNS) error { return f() }); err != nil {
-		t.Fatal(err)
-	}
-}
+var inHost, inNS = netnstest.Do, netnstest.Do
 
 func addrsOf(t testing.TB, n ns.NetNS, ifName string) []string {
 	var out []string

@@ -62,3 +62,13 @@ func Links(t testing.TB, n ns.NetNS) []string {
 	}
 	return names
 }
+
+// Do runs f with the calling goroutine's OS thread in n, failing the test on error. Processes
+// exec'd from f (a CNI runtime's plugins, iptables) start in n too: they inherit the thread's
+// namespace.
+func Do(t testing.TB, n ns.NetNS, f func() error) {
+	t.Helper()
+	if err := n.Do(func(ns.NetNS) error { return f() }); err != nil {
+		t.Fatal(err)
+	}
+}
