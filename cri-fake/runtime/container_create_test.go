@@ -1,0 +1,117 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func TestCreateContainerErrors(t *testing.T) {
+	s := newService(t)
+	pod := runPod(t, s, "p")
+	stopped := runPod(t, s, "stopped")
+	if _, err := s.StopPodSandbox(context.Background(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: stopped}); err != nil {
+		t.Fatal(err)
+	}
+	mod := func(f func(*runtimeapi.ContainerConfig)) *runtimeapi.ContainerConfig {
+		c := containerConfig("c")
+		f(c)
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		pod  string
+		cfg  *runtimeapi.ContainerConfig
+		want codes.Code
+	}{
+		{"no config", pod, nil, codes.InvalidArgument},
+		{"no metadata", pod, mod(func(c *runtimeapi.ContainerConfig) { c.Metadata = nil }), codes.InvalidArgument},
+		{"no name", pod, mod(func(c *runtimeapi.ContainerConfig) { c.Metadata.Name = "" }), codes.InvalidArgument},
+		{"no image", pod, mod(func(c *runtimeapi.ContainerConfig) { c.Image = nil }), codes.InvalidArgument},
+		{"image not pulled", pod, mod(func(c *runtimeapi.ContainerConfig) { c.Image.Image = "nginx:1.27" }), codes.NotFound},
+		{"unknown sandbox", "nope", containerConfig("c"), codes.NotFound},
+		{"stopped sandbox", stopped, containerConfig("c"), codes.FailedPrecondition},
+		{"group without user", pod, mod(func(c *runtimeapi.ContainerConfig) {
+			c.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{RunAsGroup: &runtimeapi.Int64Value{Value: 10}}}
+		}), codes.InvalidArgument},
+		{"image volume", pod, mod(func(c *runtimeapi.ContainerConfig) {
+			c.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", Image: &runtimeapi.ImageSpec{Image: busybox}}}
+		}), codes.Unimplemented},
+		{"ok", pod, containerConfig("c"), codes.OK},
+		{"duplicate name", pod, containerConfig("c"), codes.AlreadyExists},
+		{"next attempt", pod, mod(func(c *runtimeapi.ContainerConfig) { c.Metadata.Attempt = 1 }), codes.OK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: tc.pod, Config: tc.cfg})
+			wantCode(t, err, tc.want)
+		})
+	}
+}
+
+func TestCreateContainerStatus(t *testing.T) {
+	s := newService(t)
+	pod := runPod(t, s, "p")
+	cfg := containerConfig("app")
+	cfg.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: "/tmp", Readonly: true}}
+	resp, err := s.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := containerState(t, s, resp.ContainerId)
+	img, _ := s.images.Store().Get(busybox)
+	sb, _ := s.sandboxes.Get(pod)
+	switch {
+	case st.State != runtimeapi.ContainerState_CONTAINER_CREATED:
+		t.Fatalf("state %v, want CREATED", st.State)
+	case st.CreatedAt == 0 || st.StartedAt != 0 || st.FinishedAt != 0:
+		t.Fatalf("timestamps: %d %d %d", st.CreatedAt, st.StartedAt, st.FinishedAt)
+	case st.Image.GetImage() != busybox || st.ImageId != img.ID || !strings.Contains(st.ImageRef, "@sha256:"):
+		t.Fatalf("image %v, image_id %q, image_ref %q", st.Image, st.ImageId, st.ImageRef)
+	case st.Labels["container"] != "app" || st.Annotations["io.kubernetes.container.hash"] != "abc123":
+		t.Fatalf("labels/annotations not echoed: %v %v", st.Labels, st.Annotations)
+	case st.LogPath != filepath.Join(sb.LogDirectory, "app/0.log") || !filepath.IsAbs(st.LogPath):
+		t.Fatalf("log path %q", st.LogPath)
+	case len(st.Mounts) != 1 || st.Mounts[0].HostPath != "/tmp" || !st.Mounts[0].Readonly:
+		t.Fatalf("mounts not echoed: %v", st.Mounts)
+	case st.StopSignal != runtimeapi.Signal_SIGNAL_SIGTERM:
+		t.Fatalf("stop signal %v", st.StopSignal)
+	}
+}
+
+func TestCreateContainerImageStopSignal(t *testing.T) {
+	s := newService(t)
+	if _, err := s.images.PullImage(context.Background(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "registry.k8s.io/e2e-test-images/nginx:1.14-2"}}); err != nil {
+		t.Fatal(err)
+	}
+	pod := runPod(t, s, "p")
+	cfg := containerConfig("web")
+	cfg.Image.Image = "registry.k8s.io/e2e-test-images/nginx:1.14-2"
+	resp, err := s.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sig := containerState(t, s, resp.ContainerId).StopSignal; sig != runtimeapi.Signal_SIGNAL_SIGQUIT {
+		t.Fatalf("stop signal %v, want the image's SIGQUIT", sig)
+	}
+}
+
+type rejectingLauncher struct{ UntilStopped }
+
+func (rejectingLauncher) Validate(ProcessSpec) error {
+	return errors.New(`exec: "nosuch": executable file not found in $PATH`)
+}
+
+func TestCreateContainerValidatorRejects(t *testing.T) {
+	s := newService(t, func(o *Options) { o.Launcher = rejectingLauncher{} })
+	pod := runPod(t, s, "p")
+	_, err := s.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: containerConfig("c")})
+	wantCode(t, err, codes.Unknown)
+	// The name was released.
+	s.launcher = UntilStopped{}
+	createContainer(t, s, pod, "c")
+}

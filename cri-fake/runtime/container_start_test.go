@@ -1,0 +1,99 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func TestStartContainer(t *testing.T) {
+	s := newService(t)
+	pod := runPod(t, s, "p")
+	id := createContainer(t, s, pod, "c")
+	startContainer(t, s, id)
+	st := containerState(t, s, id)
+	if st.State != runtimeapi.ContainerState_CONTAINER_RUNNING || st.StartedAt == 0 {
+		t.Fatalf("after start: %v started %d", st.State, st.StartedAt)
+	}
+	if _, err := os.Stat(st.LogPath); err != nil {
+		t.Fatalf("log file not created at start: %v", err)
+	}
+	// A second start is refused: only CREATED containers start.
+	_, err := s.StartContainer(context.Background(), &runtimeapi.StartContainerRequest{ContainerId: id})
+	wantCode(t, err, codes.FailedPrecondition)
+	_, err = s.StartContainer(context.Background(), &runtimeapi.StartContainerRequest{ContainerId: "nope"})
+	wantCode(t, err, codes.NotFound)
+}
+
+func TestStartContainerInStoppedSandbox(t *testing.T) {
+	s := newService(t)
+	pod := runPod(t, s, "p")
+	id := createContainer(t, s, pod, "c")
+	if _, err := s.StopPodSandbox(context.Background(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: pod}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.StartContainer(context.Background(), &runtimeapi.StartContainerRequest{ContainerId: id})
+	wantCode(t, err, codes.FailedPrecondition)
+	st := containerState(t, s, id)
+	if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 128 || st.Reason != "StartError" || st.Message == "" {
+		t.Fatalf("failed start not recorded like containerd: %v %d %q %q", st.State, st.ExitCode, st.Reason, st.Message)
+	}
+}
+
+type failingLauncher struct{}
+
+func (failingLauncher) Start(context.Context, ProcessSpec) (Process, error) {
+	return nil, errors.New("no such file")
+}
+
+func TestStartContainerLauncherFails(t *testing.T) {
+	s := newService(t, func(o *Options) { o.Launcher = failingLauncher{} })
+	pod := runPod(t, s, "p")
+	id := createContainer(t, s, pod, "c")
+	_, err := s.StartContainer(context.Background(), &runtimeapi.StartContainerRequest{ContainerId: id})
+	wantCode(t, err, codes.Unknown)
+	if st := containerState(t, s, id); st.Reason != "StartError" || st.ExitCode != 128 {
+		t.Fatalf("got %q %d", st.Reason, st.ExitCode)
+	}
+}
+
+// exitingLauncher gives processes that end by themselves with a code.
+type exitingLauncher struct{ code int32 }
+
+func (l exitingLauncher) Start(context.Context, ProcessSpec) (Process, error) {
+	p := &untilStopped{done: make(chan struct{})}
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		p.once.Do(func() { p.exit = Exit{Code: l.code}; close(p.done) })
+	}()
+	return p, nil
+}
+
+func TestContainerExitsOnItsOwn(t *testing.T) {
+	for _, tc := range []struct {
+		code   int32
+		reason string
+	}{{0, "Completed"}, {3, "Error"}} {
+		s := newService(t, func(o *Options) { o.Launcher = exitingLauncher{code: tc.code} })
+		pod := runPod(t, s, "p")
+		id := createContainer(t, s, pod, "c")
+		startContainer(t, s, id)
+		c, _ := s.containers.Get(id)
+		select {
+		case <-c.Exited():
+		case <-time.After(10 * time.Second):
+			t.Fatal("container did not exit")
+		}
+		st := containerState(t, s, id)
+		if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != tc.code || st.Reason != tc.reason || st.FinishedAt < st.StartedAt {
+			t.Fatalf("exit %d: got %v %d %q", tc.code, st.State, st.ExitCode, st.Reason)
+		}
+	}
+}
+
