@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -150,7 +151,7 @@ func usage(p string) (bytes, inodes int64) {
 		}
 		inodes++
 		if fi, err := e.Info(); err == nil {
-			if st, ok := fi.Sys().(*unix.Stat_t); ok {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 				bytes += st.Blocks * 512
 			} else {
 				bytes += fi.Size()
