@@ -1,0 +1,714 @@
+package process
+
+import (
+	"bufio"
+	"crypto/md5"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// flags splits leading single-letter options ("-la", "-n 5") from operands.
+// withValue lists the options that take a value. "--" ends options.
+func flags(args []string, withValue string) (map[byte]string, []string, error) {
+	set := map[byte]string{}
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			break
+		}
+		for j := 1; j < len(a); j++ {
+			c := a[j]
+			if strings.IndexByte(withValue, c) >= 0 {
+				v := a[j+1:]
+				if v == "" {
+					if i+1 >= len(args) {
+						return nil, nil, fmt.Errorf("option requires an argument -- '%c'", c)
+					}
+					i++
+					v = args[i]
+				}
+				set[c] = v
+				break
+			}
+			set[c] = "1"
+		}
+	}
+	return set, args[i:], nil
+}
+
+func (p *proc) usage(err error) int {
+	p.errorf("%v", err)
+	return 1
+}
+
+func (p *proc) open(name string) (io.ReadCloser, error) {
+	if name == "-" || name == "/dev/stdin" {
+		return io.NopCloser(p.stdin), nil
+	}
+	return p.c.fs.Open(p.abs(name))
+}
+
+func appletCat(p *proc) int {
+	_, files, err := flags(p.args[1:], "")
+	if err != nil {
+		return p.usage(err)
+	}
+	if len(files) == 0 {
+		files = []string{"-"}
+	}
+	st := 0
+	for _, f := range files {
+		r, err := p.open(f)
+		if err != nil {
+			p.errorf("can't open '%s': %s", f, strerror(err))
+			st = 1
+			continue
+		}
+		if _, err := copyCtx(p, p.stdout, r); err != nil && !errors.Is(err, io.EOF) {
+			if errors.Is(err, syscall.EPIPE) {
+				r.Close()
+				return 1
+			}
+		}
+		r.Close()
+	}
+	return st
+}
+
+// copyCtx copies until EOF, a write error or the end of the process.
+func copyCtx(p *proc, w io.Writer, r io.Reader) (int64, error) {
+	buf := make([]byte, 32*1024)
+	var n int64
+	for {
+		if p.ctx().Err() != nil {
+			return n, p.ctx().Err()
+		}
+		k, err := r.Read(buf)
+		if k > 0 {
+			if _, werr := w.Write(buf[:k]); werr != nil {
+				return n, werr
+			}
+			n += int64(k)
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+func (p *proc) userName(uid int) string {
+	data, _ := p.c.fs.ReadFile("/etc/passwd")
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) > 2 && f[2] == strconv.Itoa(uid) {
+			return f[0]
+		}
+	}
+	return ""
+}
+
+func (p *proc) groupName(gid int) string {
+	data, _ := p.c.fs.ReadFile("/etc/group")
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) > 2 && f[2] == strconv.Itoa(gid) {
+			return f[0]
+		}
+	}
+	return ""
+}
+
+func ownerOf(st fs.FileInfo) (int, int) {
+	switch s := st.Sys().(type) {
+	case *Owner:
+		return s.UID, s.GID
+	case *syscall.Stat_t:
+		return int(s.Uid), int(s.Gid)
+	}
+	return 0, 0
+}
+
+func (p *proc) lsLong(st fs.FileInfo, name string) string {
+	uid, gid := ownerOf(st)
+	u, g := p.userName(uid), p.groupName(gid)
+	if u == "" {
+		u = strconv.Itoa(uid)
+	}
+	if g == "" {
+		g = strconv.Itoa(gid)
+	}
+	nlink := 1
+	if st.IsDir() {
+		nlink = 2
+	}
+	size := st.Size()
+	if st.IsDir() && size == 0 {
+		size = 4096
+	}
+	mode := lsMode(st.Mode())
+	line := fmt.Sprintf("%s %4d %-8s %-8s %9d %s %s", mode, nlink, u, g, size, st.ModTime().Format("Jan _2 15:04"), name)
+	return line
+}
+
+func lsMode(m fs.FileMode) string {
+	b := []byte("----------")
+	switch {
+	case m.IsDir():
+		b[0] = 'd'
+	case m&fs.ModeSymlink != 0:
+		b[0] = 'l'
+	case m&fs.ModeCharDevice != 0:
+		b[0] = 'c'
+	}
+	const rwx = "rwxrwxrwx"
+	for i := 0; i < 9; i++ {
+		if m&(1<<uint(8-i)) != 0 {
+			b[i+1] = rwx[i]
+		}
+	}
+	if m&fs.ModeSticky != 0 {
+		b[9] = 't'
+	}
+	return string(b)
+}
+
+func appletLs(p *proc) int {
+	opts, names, err := flags(p.args[1:], "")
+	if err != nil {
+		return p.usage(err)
+	}
+	if len(names) == 0 {
+		names = []string{"."}
+	}
+	all, almost, long, dirOnly, recursive := opts['a'] != "", opts['A'] != "", opts['l'] != "", opts['d'] != "", opts['R'] != ""
+	st := 0
+	var files []string
+	var dirs []string
+	for _, n := range names {
+		info, err := p.c.fs.Stat(p.abs(n))
+		if err != nil {
+			if _, lerr := p.c.fs.Lstat(p.abs(n)); lerr == nil {
+				files = append(files, n)
+				continue
+			}
+			p.errorf("%s: %s", n, strerror(err))
+			st = 1
+			continue
+		}
+		if info.IsDir() && !dirOnly {
+			dirs = append(dirs, n)
+		} else {
+			files = append(files, n)
+		}
+	}
+	w := bufio.NewWriter(p.stdout)
+	defer w.Flush()
+	for _, f := range files {
+		if long {
+			info, err := p.c.fs.Lstat(p.abs(f))
+			if err == nil {
+				fmt.Fprintln(w, p.lsLong(info, f))
+				continue
+			}
+		}
+		fmt.Fprintln(w, f)
+	}
+	headers := len(dirs)+len(files) > 1 || recursive
+	var listDir func(d string, first bool)
+	listDir = func(d string, first bool) {
+		ents, err := p.c.fs.ReadDir(p.abs(d))
+		if err != nil {
+			p.errorf("%s: %s", d, strerror(err))
+			st = 1
+			return
+		}
+		if headers {
+			if !first || len(files) > 0 {
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintf(w, "%s:\n", d)
+		}
+		if long {
+			fmt.Fprintf(w, "total %d\n", len(ents)*4)
+		}
+		var names []string
+		if all {
+			names = append(names, ".", "..")
+		}
+		var sub []string
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".") && !all && !almost {
+				continue
+			}
+			names = append(names, e.Name())
+			if e.IsDir() {
+				sub = append(sub, path.Join(d, e.Name()))
+			}
+		}
+		for _, n := range names {
+			if long {
+				info, err := p.c.fs.Lstat(p.abs(path.Join(d, n)))
+				if err == nil {
+					line := p.lsLong(info, n)
+					if info.Mode()&fs.ModeSymlink != 0 {
+						if t, err := p.c.fs.Readlink(p.abs(path.Join(d, n))); err == nil {
+							line += " -> " + t
+						}
+					}
+					fmt.Fprintln(w, line)
+					continue
+				}
+			}
+			fmt.Fprintln(w, n)
+		}
+		if recursive {
+			for _, s := range sub {
+				listDir(s, false)
+			}
+		}
+	}
+	for i, d := range dirs {
+		listDir(d, i == 0)
+	}
+	return st
+}
+
+func appletMkdir(p *proc) int {
+	opts, names, err := flags(p.args[1:], "m")
+	if err != nil {
+		return p.usage(err)
+	}
+	perm := fs.FileMode(0o755)
+	if m, ok := opts['m']; ok {
+		v, err := strconv.ParseUint(m, 8, 32)
+		if err != nil {
+			p.errorf("invalid mode '%s'", m)
+			return 1
+		}
+		perm = fs.FileMode(v)
+	}
+	st := 0
+	for _, n := range names {
+		var err error
+		if opts['p'] != "" {
+			err = p.c.fs.mkdirAll(p.cred(), p.abs(n), perm)
+		} else {
+			err = p.c.fs.mkdir(p.cred(), p.abs(n), perm)
+		}
+		if err != nil {
+			p.errorf("can't create directory '%s': %s", n, strerror(err))
+			st = 1
+		}
+	}
+	return st
+}
+
+func appletTouch(p *proc) int {
+	opts, names, err := flags(p.args[1:], "dtr")
+	if err != nil {
+		return p.usage(err)
+	}
+	st := 0
+	for _, n := range names {
+		if opts['c'] != "" {
+			if _, err := p.c.fs.Stat(p.abs(n)); err != nil {
+				continue
+			}
+		}
+		if err := p.c.fs.touch(p.cred(), p.abs(n)); err != nil {
+			// busybox: "touch: /tmp/x: Read-only file system"
+			p.errorf("%s: %s", n, strerror(err))
+			st = 1
+		}
+	}
+	return st
+}
+
+func appletRm(p *proc) int {
+	opts, names, err := flags(p.args[1:], "")
+	if err != nil {
+		return p.usage(err)
+	}
+	force, rec := opts['f'] != "", opts['r'] != "" || opts['R'] != ""
+	st := 0
+	for _, n := range names {
+		info, err := p.c.fs.Lstat(p.abs(n))
+		if err != nil {
+			if !force {
+				p.errorf("can't remove '%s': %s", n, strerror(err))
+				st = 1
+			}
+			continue
+		}
+		if info.IsDir() && !rec {
+			p.errorf("'%s' is a directory", n)
+			st = 1
+			continue
+		}
+		if err := p.c.fs.remove(p.cred(), p.abs(n), rec); err != nil {
+			p.errorf("can't remove '%s': %s", n, strerror(err))
+			st = 1
+		}
+	}
+	return st
+}
+
+func appletRmdir(p *proc) int {
+	_, names, _ := flags(p.args[1:], "")
+	st := 0
+	for _, n := range names {
+		info, err := p.c.fs.Lstat(p.abs(n))
+		if err == nil && !info.IsDir() {
+			err = &fs.PathError{Op: "rmdir", Path: n, Err: syscall.ENOTDIR}
+		}
+		if err == nil {
+			err = p.c.fs.remove(p.cred(), p.abs(n), false)
+		}
+		if err != nil {
+			p.errorf("'%s': %s", n, strerror(err))
+			st = 1
+		}
+	}
+	return st
+}
+
+func (p *proc) copyTree(src, dst string, rec bool) error {
+	info, err := p.c.fs.Stat(p.abs(src))
+	if err != nil {
+		return fmt.Errorf("can't stat '%s': %s", src, strerror(err))
+	}
+	if info.IsDir() {
+		if !rec {
+			return fmt.Errorf("omitting directory '%s'", src)
+		}
+		if err := p.c.fs.mkdirAll(p.cred(), p.abs(dst), info.Mode().Perm()); err != nil {
+			return fmt.Errorf("can't create directory '%s': %s", dst, strerror(err))
+		}
+		ents, err := p.c.fs.ReadDir(p.abs(src))
+		if err != nil {
+			return fmt.Errorf("can't open '%s': %s", src, strerror(err))
+		}
+		for _, e := range ents {
+			if err := p.copyTree(path.Join(src, e.Name()), path.Join(dst, e.Name()), rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	data, err := p.c.fs.ReadFile(p.abs(src))
+	if err != nil {
+		return fmt.Errorf("can't open '%s': %s", src, strerror(err))
+	}
+	if err := p.c.fs.writeFile(p.cred(), p.abs(dst), data, info.Mode().Perm()); err != nil {
+		return fmt.Errorf("can't create '%s': %s", dst, strerror(err))
+	}
+	return nil
+}
+
+// destFor is where src goes when copied or moved to dst (into dst if it is a directory).
+func (p *proc) destFor(src, dst string) string {
+	if info, err := p.c.fs.Stat(p.abs(dst)); err == nil && info.IsDir() {
+		return path.Join(dst, base(src))
+	}
+	return dst
+}
+
+func appletCp(p *proc) int {
+	opts, args, err := flags(p.args[1:], "")
+	if err != nil {
+		return p.usage(err)
+	}
+	if len(args) < 2 {
+		p.errorf("missing file operand")
+		return 1
+	}
+	rec := opts['r'] != "" || opts['R'] != "" || opts['a'] != ""
+	dst := args[len(args)-1]
+	st := 0
+	for _, src := range args[:len(args)-1] {
+		if err := p.copyTree(src, p.destFor(src, dst), rec); err != nil {
+			p.errorf("%v", err)
+			st = 1
+		}
+	}
+	return st
+}
+
+func appletMv(p *proc) int {
+	_, args, err := flags(p.args[1:], "")
+	if err != nil {
+		return p.usage(err)
+	}
+	if len(args) < 2 {
+		p.errorf("missing file operand")
+		return 1
+	}
+	dst := args[len(args)-1]
+	st := 0
+	for _, src := range args[:len(args)-1] {
+		to := p.destFor(src, dst)
+		err := p.c.fs.rename(p.cred(), p.abs(src), p.abs(to))
+		if errors.Is(err, syscall.EXDEV) {
+			if err = p.copyTree(src, to, true); err == nil {
+				err = p.c.fs.remove(p.cred(), p.abs(src), true)
+			}
+		}
+		if err != nil {
+			if errors.Is(err, syscall.ENOENT) {
+				p.errorf("can't rename '%s': %s", src, strerror(err))
+			} else {
+				p.errorf("%v", strings.TrimPrefix(err.Error(), "rename "))
+			}
+			st = 1
+		}
+	}
+	return st
+}
+
+func appletLn(p *proc) int {
+	opts, args, err := flags(p.args[1:], "")
+	if err != nil {
+		return p.usage(err)
+	}
+	if len(args) < 2 {
+		p.errorf("missing operand")
+		return 1
+	}
+	target, dst := args[0], p.destFor(args[0], args[1])
+	if opts['f'] != "" {
+		_ = p.c.fs.remove(p.cred(), p.abs(dst), false)
+	}
+	if opts['s'] != "" {
+		err = p.c.fs.symlink(p.cred(), target, p.abs(dst))
+	} else {
+		var data []byte
+		data, err = p.c.fs.ReadFile(p.abs(target))
+		if err == nil {
+			err = p.c.fs.writeFile(p.cred(), p.abs(dst), data, 0o644)
+		}
+	}
+	if err != nil {
+		p.errorf("%s: %s", dst, strerror(err))
+		return 1
+	}
+	return 0
+}
+
+func appletStat(p *proc) int {
+	opts, names, err := flags(p.args[1:], "c")
+	if err != nil {
+		return p.usage(err)
+	}
+	st := 0
+	for _, n := range names {
+		info, err := p.c.fs.Stat(p.abs(n))
+		if err != nil {
+			p.errorf("can't stat '%s': %s", n, strerror(err))
+			st = 1
+			continue
+		}
+		uid, gid := ownerOf(info)
+		if f, ok := opts['c']; ok {
+			r := strings.NewReplacer("%n", n, "%s", strconv.FormatInt(info.Size(), 10), "%a", strconv.FormatUint(uint64(info.Mode().Perm()), 8),
+				"%u", strconv.Itoa(uid), "%g", strconv.Itoa(gid), "%U", p.userName(uid), "%G", p.groupName(gid), "%A", lsMode(info.Mode()))
+			fmt.Fprintln(p.stdout, r.Replace(f))
+			continue
+		}
+		kind := "regular file"
+		if info.IsDir() {
+			kind = "directory"
+		}
+		fmt.Fprintf(p.stdout, "  File: %s\n  Size: %d\t%s\nAccess: (%04o/%s)  Uid: (%5d/%8s)   Gid: (%5d/%8s)\nModify: %s\n",
+			n, info.Size(), kind, info.Mode().Perm(), lsMode(info.Mode()), uid, p.userName(uid), gid, p.groupName(gid), info.ModTime().Format("2006-01-02 15:04:05.000000000 -0700"))
+	}
+	return st
+}
+
+func appletChmod(p *proc) int {
+	_, args, _ := flags(p.args[1:], "")
+	if len(args) < 2 {
+		p.errorf("missing operand")
+		return 1
+	}
+	v, err := strconv.ParseUint(args[0], 8, 32)
+	if err != nil {
+		// Symbolic modes: only +x/-x/+w/-w/+r/-r for everyone.
+		info, serr := p.c.fs.Stat(p.abs(args[1]))
+		if serr != nil {
+			p.errorf("%s: %s", args[1], strerror(serr))
+			return 1
+		}
+		m := info.Mode().Perm()
+		for _, part := range strings.Split(args[0], ",") {
+			part = strings.TrimLeft(part, "ugoa")
+			if len(part) < 2 {
+				continue
+			}
+			var bits fs.FileMode
+			for _, c := range part[1:] {
+				switch c {
+				case 'r':
+					bits |= 0o444
+				case 'w':
+					bits |= 0o222
+				case 'x':
+					bits |= 0o111
+				}
+			}
+			if part[0] == '+' {
+				m |= bits
+			} else if part[0] == '-' {
+				m &^= bits
+			}
+		}
+		v = uint64(m)
+	}
+	st := 0
+	for _, n := range args[1:] {
+		if err := p.c.fs.chmod(p.cred(), p.abs(n), fs.FileMode(v)); err != nil {
+			p.errorf("%s: %s", n, strerror(err))
+			st = 1
+		}
+	}
+	return st
+}
+
+func appletReadlink(p *proc) int {
+	opts, args, _ := flags(p.args[1:], "")
+	if len(args) == 0 {
+		return 1
+	}
+	if opts['f'] != "" {
+		return appletRealpath(p)
+	}
+	t, err := p.c.fs.Readlink(p.abs(args[0]))
+	if err != nil {
+		return 1
+	}
+	fmt.Fprintln(p.stdout, t)
+	return 0
+}
+
+func appletRealpath(p *proc) int {
+	_, args, _ := flags(p.args[1:], "")
+	st := 0
+	for _, a := range args {
+		p.c.fs.mu.RLock()
+		l, err := p.c.fs.resolve(p.abs(a), true)
+		p.c.fs.mu.RUnlock()
+		if err != nil {
+			p.errorf("%s: %s", a, strerror(err))
+			st = 1
+			continue
+		}
+		fmt.Fprintln(p.stdout, l.cpath)
+	}
+	return st
+}
+
+func appletMd5sum(p *proc) int {
+	_, files, _ := flags(p.args[1:], "")
+	if len(files) == 0 {
+		files = []string{"-"}
+	}
+	st := 0
+	for _, f := range files {
+		r, err := p.open(f)
+		if err != nil {
+			p.errorf("can't open '%s': %s", f, strerror(err))
+			st = 1
+			continue
+		}
+		h := md5.New()
+		io.Copy(h, r)
+		r.Close()
+		fmt.Fprintf(p.stdout, "%x  %s\n", h.Sum(nil), f)
+	}
+	return st
+}
+
+func appletTee(p *proc) int {
+	opts, files, _ := flags(p.args[1:], "")
+	ws := []io.Writer{p.stdout}
+	st := 0
+	for _, f := range files {
+		w, err := p.c.fs.openWrite(p.cred(), p.abs(f), opts['a'] != "", 0o644)
+		if err != nil {
+			p.errorf("%s: %s", f, strerror(err))
+			st = 1
+			continue
+		}
+		defer w.Close()
+		ws = append(ws, w)
+	}
+	copyCtx(p, io.MultiWriter(ws...), p.stdin)
+	return st
+}
+
+// readLines reads all operand files (or stdin) as lines, reporting missing files.
+func (p *proc) readAll(files []string) ([]byte, int) {
+	if len(files) == 0 {
+		files = []string{"-"}
+	}
+	var out []byte
+	st := 0
+	for _, f := range files {
+		r, err := p.open(f)
+		if err != nil {
+			p.errorf("can't open '%s': %s", f, strerror(err))
+			st = 1
+			continue
+		}
+		data, _ := io.ReadAll(r)
+		r.Close()
+		out = append(out, data...)
+	}
+	return out, st
+}
+
+func appletSort(p *proc) int {
+	opts, files, _ := flags(p.args[1:], "tk")
+	data, st := p.readAll(files)
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(data) == 0 {
+		lines = nil
+	}
+	if opts['n'] != "" {
+		num := func(s string) float64 {
+			f, _ := strconv.ParseFloat(strings.Fields(s + " 0")[0], 64)
+			return f
+		}
+		sort.SliceStable(lines, func(i, j int) bool { return num(lines[i]) < num(lines[j]) })
+	} else {
+		sort.Strings(lines)
+	}
+	if opts['r'] != "" {
+		for i, j := 0, len(lines)-1; i < j; i, j = i+1, j-1 {
+			lines[i], lines[j] = lines[j], lines[i]
+		}
+	}
+	prev := ""
+	for i, l := range lines {
+		if opts['u'] != "" && i > 0 && l == prev {
+			continue
+		}
+		prev = l
+		fmt.Fprintln(p.stdout, l)
+	}
+	return st
+}

@@ -1,0 +1,757 @@
+package process
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// parseSleep accepts busybox sleep arguments: 1, 0.5, 2s, 3m, 1h, 1d, infinity.
+func parseSleep(a string) (time.Duration, bool) {
+	if a == "inf" || a == "infinity" {
+		return time.Duration(math.MaxInt64), true
+	}
+	unit := time.Second
+	switch {
+	case strings.HasSuffix(a, "s"):
+		a = strings.TrimSuffix(a, "s")
+	case strings.HasSuffix(a, "m"):
+		a, unit = strings.TrimSuffix(a, "m"), time.Minute
+	case strings.HasSuffix(a, "h"):
+		a, unit = strings.TrimSuffix(a, "h"), time.Hour
+	case strings.HasSuffix(a, "d"):
+		a, unit = strings.TrimSuffix(a, "d"), 24*time.Hour
+	}
+	f, err := strconv.ParseFloat(a, 64)
+	if err != nil || f < 0 {
+		return 0, false
+	}
+	if f*float64(unit) > float64(math.MaxInt64) {
+		return time.Duration(math.MaxInt64), true
+	}
+	return time.Duration(f * float64(unit)), true
+}
+
+// appletSleep sleeps until the time is up or the process is signalled
+// (the signal's action decides the exit status).
+func appletSleep(p *proc) int {
+	if len(p.args) < 2 {
+		p.errorf("usage: sleep N")
+		return 1
+	}
+	var total time.Duration
+	for _, a := range p.args[1:] {
+		d, ok := parseSleep(a)
+		if !ok {
+			p.errorf("invalid number '%s'", a)
+			return 1
+		}
+		if total+d < total {
+			total = time.Duration(math.MaxInt64)
+		} else {
+			total += d
+		}
+	}
+	return p.wait(total)
+}
+
+// wait blocks for d or until the process ends.
+func (p *proc) wait(d time.Duration) int {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return 0
+	case <-p.ctx().Done():
+		code, _ := exitCause(p.ctx())
+		return code
+	}
+}
+
+func (c *container) getHostname() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hostname
+}
+
+func appletHostname(p *proc) int {
+	opts, args, _ := flags(p.args[1:], "F")
+	h := p.c.getHostname()
+	if len(args) > 0 {
+		// sethostname(2) needs CAP_SYS_ADMIN in the container's UTS namespace.
+		if !p.t.id.hasCap("CAP_SYS_ADMIN") || p.t.id.UID != 0 {
+			p.errorf("sethostname: Operation not permitted")
+			return 1
+		}
+		p.c.mu.Lock()
+		p.c.hostname = args[0]
+		p.c.mu.Unlock()
+		return 0
+	}
+	if opts['s'] != "" {
+		h, _, _ = strings.Cut(h, ".")
+	}
+	if opts['i'] != "" {
+		data, _ := p.c.fs.ReadFile("/etc/hosts")
+		for _, line := range strings.Split(string(data), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 1 && f[1] == h {
+				fmt.Fprintln(p.stdout, f[0])
+				return 0
+			}
+		}
+		p.errorf("%s: Unknown host", h)
+		return 1
+	}
+	fmt.Fprintln(p.stdout, h)
+	return 0
+}
+
+func (p *proc) identityName() string {
+	if p.t.id.Username != "" {
+		return p.t.id.Username
+	}
+	return p.userName(p.t.id.UID)
+}
+
+func (p *proc) groups() []int {
+	id := p.t.id
+	out := []int{id.GID}
+	seen := map[int]bool{id.GID: true}
+	for _, g := range id.AdditionalGIDs {
+		if !seen[g] {
+			seen[g] = true
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// appletID prints uid, gid and groups like busybox id (-u -g -G -n -r).
+func appletID(p *proc) int {
+	opts, args, err := flags(p.args[1:], "")
+	if err != nil {
+		return p.usage(err)
+	}
+	if len(args) > 0 {
+		p.errorf("%s: no such user", args[0])
+		return 1
+	}
+	id := p.t.id
+	names := opts['n'] != ""
+	show := func(n int, name string) (string, bool) {
+		if !names {
+			return strconv.Itoa(n), true
+		}
+		if name == "" {
+			return strconv.Itoa(n), false
+		}
+		return name, true
+	}
+	switch {
+	case opts['u'] != "":
+		s, ok := show(id.UID, p.identityName())
+		if !ok {
+			p.errorf("unknown ID %d", id.UID)
+			return 1
+		}
+		fmt.Fprintln(p.stdout, s)
+	case opts['g'] != "":
+		s, ok := show(id.GID, p.groupName(id.GID))
+		if !ok {
+			p.errorf("unknown ID %d", id.GID)
+			return 1
+		}
+		fmt.Fprintln(p.stdout, s)
+	case opts['G'] != "":
+		var parts []string
+		st := 0
+		for _, g := range p.groups() {
+			s, ok := show(g, p.groupName(g))
+			if !ok {
+				st = 1
+			}
+			parts = append(parts, s)
+		}
+		fmt.Fprintln(p.stdout, strings.Join(parts, " "))
+		return st
+	default:
+		named := func(n int, name string) string {
+			if name == "" {
+				return strconv.Itoa(n)
+			}
+			return fmt.Sprintf("%d(%s)", n, name)
+		}
+		var gs []string
+		for _, g := range p.groups() {
+			gs = append(gs, named(g, p.groupName(g)))
+		}
+		fmt.Fprintf(p.stdout, "uid=%s gid=%s groups=%s\n", named(id.UID, p.identityName()), named(id.GID, p.groupName(id.GID)), strings.Join(gs, ","))
+	}
+	return 0
+}
+
+func appletWhoami(p *proc) int {
+	n := p.identityName()
+	if n == "" {
+		p.errorf("unknown uid %d", p.t.id.UID)
+		return 1
+	}
+	fmt.Fprintln(p.stdout, n)
+	return 0
+}
+
+func appletEnv(p *proc) int {
+	args := p.args[1:]
+	env := append([]string(nil), p.env...)
+	for len(args) > 0 {
+		a := args[0]
+		switch {
+		case a == "-i" || a == "-":
+			env = nil
+		case a == "-u" && len(args) > 1:
+			args = args[1:]
+			env = unsetEnv(env, args[0])
+		case strings.Contains(a, "=") && !strings.HasPrefix(a, "="):
+			k, _, _ := strings.Cut(a, "=")
+			env = append(unsetEnv(env, k), a)
+		default:
+			return p.runArgs(args, env)
+		}
+		args = args[1:]
+	}
+	for _, kv := range env {
+		fmt.Fprintln(p.stdout, kv)
+	}
+	return 0
+}
+
+func unsetEnv(env []string, k string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, k+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func appletPrintenv(p *proc) int {
+	if len(p.args) == 1 {
+		for _, kv := range p.env {
+			fmt.Fprintln(p.stdout, kv)
+		}
+		return 0
+	}
+	st := 0
+	for _, k := range p.args[1:] {
+		found := false
+		for _, kv := range p.env {
+			if v, ok := strings.CutPrefix(kv, k+"="); ok {
+				fmt.Fprintln(p.stdout, v)
+				found = true
+				break
+			}
+		}
+		if !found {
+			st = 1
+		}
+	}
+	return st
+}
+
+func appletPwd(p *proc) int {
+	fmt.Fprintln(p.stdout, p.dir)
+	return 0
+}
+
+// strftime formats t with the common C conversions.
+func strftime(f string, t time.Time) string {
+	var b strings.Builder
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' || i+1 >= len(f) {
+			b.WriteByte(f[i])
+			continue
+		}
+		i++
+		switch f[i] {
+		case 'Y':
+			b.WriteString(t.Format("2006"))
+		case 'y':
+			b.WriteString(t.Format("06"))
+		case 'm':
+			b.WriteString(t.Format("01"))
+		case 'd':
+			b.WriteString(t.Format("02"))
+		case 'e':
+			b.WriteString(t.Format("_2"))
+		case 'H':
+			b.WriteString(t.Format("15"))
+		case 'I':
+			b.WriteString(t.Format("03"))
+		case 'M':
+			b.WriteString(t.Format("04"))
+		case 'S':
+			b.WriteString(t.Format("05"))
+		case 'N':
+			fmt.Fprintf(&b, "%09d", t.Nanosecond())
+		case 'p':
+			b.WriteString(t.Format("PM"))
+		case 'Z':
+			b.WriteString(t.Format("MST"))
+		case 'z':
+			b.WriteString(t.Format("-0700"))
+		case 'a':
+			b.WriteString(t.Format("Mon"))
+		case 'A':
+			b.WriteString(t.Format("Monday"))
+		case 'b', 'h':
+			b.WriteString(t.Format("Jan"))
+		case 'B':
+			b.WriteString(t.Format("January"))
+		case 'j':
+			fmt.Fprintf(&b, "%03d", t.YearDay())
+		case 's':
+			b.WriteString(strconv.FormatInt(t.Unix(), 10))
+		case 'T':
+			b.WriteString(t.Format("15:04:05"))
+		case 'D':
+			b.WriteString(t.Format("01/02/06"))
+		case 'F':
+			b.WriteString(t.Format("2006-01-02"))
+		case 'R':
+			b.WriteString(t.Format("15:04"))
+		case 'c':
+			b.WriteString(t.Format("Mon Jan _2 15:04:05 2006"))
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case '%':
+			b.WriteByte('%')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(f[i])
+		}
+	}
+	return b.String()
+}
+
+func appletDate(p *proc) int {
+	args := p.args[1:]
+	t := time.Now()
+	utc := false
+	format := "%a %b %e %H:%M:%S %Z %Y"
+	for len(args) > 0 {
+		a := args[0]
+		switch {
+		case a == "-u":
+			utc = true
+		case a == "-I":
+			format = "%Y-%m-%d"
+		case strings.HasPrefix(a, "-I"):
+			format = "%Y-%m-%dT%H:%M:%S%z"
+		case a == "-R":
+			format = "%a, %d %b %Y %H:%M:%S %z"
+		case strings.HasPrefix(a, "+"):
+			format = a[1:]
+		case a == "-d" && len(args) > 1:
+			args = args[1:]
+			if v, ok := strings.CutPrefix(args[0], "@"); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				t = time.Unix(n, 0)
+			}
+		default:
+			p.errorf("invalid date '%s'", a)
+			return 1
+		}
+		args = args[1:]
+	}
+	if utc || os.Getenv("TZ") == "" {
+		t = t.UTC()
+	}
+	fmt.Fprintln(p.stdout, strftime(format, t))
+	return 0
+}
+
+func appletPgrep(p *proc) int {
+	opts, args, err := flags(p.args[1:], "u")
+	if err != nil {
+		p.errorf("%v", err)
+		return 2
+	}
+	if len(args) == 0 {
+		p.errorf("usage: pgrep [-flnovx] PATTERN")
+		return 2
+	}
+	expr := breToGo(args[0])
+	if opts['x'] != "" {
+		expr = "^(?:" + expr + ")$"
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		p.errorf("bad regex '%s'", args[0])
+		return 2
+	}
+	var hits []ProcessInfo
+	for _, pi := range p.c.processes() {
+		if pi.PID == p.t.pid {
+			continue // pgrep never reports itself
+		}
+		subject := pi.Name
+		if opts['f'] != "" {
+			subject = strings.Join(pi.Args, " ")
+		}
+		if re.MatchString(subject) != (opts['v'] != "") {
+			hits = append(hits, pi)
+		}
+	}
+	if opts['n'] != "" && len(hits) > 1 {
+		hits = hits[len(hits)-1:]
+	}
+	if opts['o'] != "" && len(hits) > 1 {
+		hits = hits[:1]
+	}
+	for _, h := range hits {
+		if opts['l'] != "" {
+			fmt.Fprintf(p.stdout, "%d %s\n", h.PID, h.Name)
+		} else if opts['a'] != "" {
+			fmt.Fprintf(p.stdout, "%d %s\n", h.PID, strings.Join(h.Args, " "))
+		} else {
+			fmt.Fprintln(p.stdout, h.PID)
+		}
+	}
+	if len(hits) == 0 {
+		return 1
+	}
+	return 0
+}
+
+func appletPidof(p *proc) int {
+	opts, args, _ := flags(p.args[1:], "o")
+	var pids []string
+	for _, pi := range p.c.processes() {
+		if pi.PID == p.t.pid {
+			continue
+		}
+		for _, name := range args {
+			if pi.Name == name {
+				pids = append(pids, strconv.Itoa(pi.PID))
+			}
+		}
+	}
+	// pidof lists the newest first.
+	sort.Slice(pids, func(i, j int) bool {
+		a, _ := strconv.Atoi(pids[i])
+		b, _ := strconv.Atoi(pids[j])
+		return a > b
+	})
+	if opts['s'] != "" && len(pids) > 1 {
+		pids = pids[:1]
+	}
+	if len(pids) == 0 {
+		return 1
+	}
+	fmt.Fprintln(p.stdout, strings.Join(pids, " "))
+	return 0
+}
+
+func appletKill(p *proc) int {
+	args := p.args[1:]
+	sig := syscall.SIGTERM
+	if len(args) > 0 && (args[0] == "-l" || args[0] == "-L") {
+		names := make([]string, 0, len(signalNumbers))
+		for n := range signalNumbers {
+			names = append(names, n)
+		}
+		sort.Slice(names, func(i, j int) bool { return signalNumbers[names[i]] < signalNumbers[names[j]] })
+		for _, n := range names {
+			fmt.Fprintf(p.stdout, "%2d) %s\n", signalNumbers[n], n)
+		}
+		return 0
+	}
+	if len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
+		spec := args[0][1:]
+		args = args[1:]
+		if (spec == "s" || spec == "n") && len(args) > 0 {
+			spec = args[0]
+			args = args[1:]
+		}
+		s, ok := parseSignal(spec)
+		if !ok {
+			p.errorf("bad signal name '%s'", spec)
+			return 1
+		}
+		sig = s
+	}
+	if len(args) == 0 {
+		p.errorf("usage: kill [-SIG] PID...")
+		return 1
+	}
+	st := 0
+	for _, a := range args {
+		pid, err := strconv.Atoi(a)
+		if err != nil {
+			p.errorf("can't kill pid %s: No such process", a)
+			st = 1
+			continue
+		}
+		var targets []*task
+		if pid == -1 || pid == 0 {
+			p.c.mu.Lock()
+			for _, t := range p.c.tasks {
+				if t != p.t {
+					targets = append(targets, t)
+				}
+			}
+			p.c.mu.Unlock()
+		} else if t := p.c.task(pid); t != nil {
+			targets = append(targets, t)
+		}
+		if len(targets) == 0 {
+			p.errorf("can't kill pid %d: No such process", pid)
+			st = 1
+			continue
+		}
+		for _, t := range targets {
+			if p.t.id.UID != 0 && t.id.UID != p.t.id.UID {
+				p.errorf("can't kill pid %d: Operation not permitted", pid)
+				st = 1
+				continue
+			}
+			if sig != 0 {
+				t.signal(sig)
+			}
+		}
+	}
+	return st
+}
+
+func appletSysctl(p *proc) int {
+	opts, args, _ := flags(p.args[1:], "")
+	if opts['a'] != "" || opts['A'] != "" {
+		keys := make([]string, 0, len(p.c.fs.sysctls))
+		for k := range p.c.fs.sysctls {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(p.stdout, "%s = %s\n", strings.ReplaceAll(k, "/", "."), p.c.fs.sysctls[k])
+		}
+		return 0
+	}
+	st := 0
+	for _, a := range args {
+		k, v, set := strings.Cut(a, "=")
+		key := strings.ReplaceAll(k, ".", "/")
+		if set {
+			// /proc/sys is read-only in a container (runc mounts it ro).
+			p.errorf("error setting key '%s': Read-only file system", k)
+			st = 1
+			continue
+		}
+		_ = v
+		data, err := p.c.fs.ReadFile("/proc/sys/" + key)
+		if err != nil {
+			p.errorf("error: '%s' is an unknown key", k)
+			st = 1
+			continue
+		}
+		val := strings.TrimSuffix(string(data), "\n")
+		if opts['n'] != "" {
+			fmt.Fprintln(p.stdout, val)
+		} else {
+			fmt.Fprintf(p.stdout, "%s = %s\n", k, val)
+		}
+	}
+	return st
+}
+
+func appletNproc(p *proc) int {
+	fmt.Fprintln(p.stdout, p.c.spec.CPUs)
+	return 0
+}
+
+func (p *proc) psTable() string {
+	var b strings.Builder
+	b.WriteString("PID   USER     TIME  COMMAND\n")
+	for _, pi := range p.c.processes() {
+		u := p.userName(pi.UID)
+		if u == "" {
+			u = strconv.Itoa(pi.UID)
+		}
+		fmt.Fprintf(&b, "%5d %-8s  0:00 %s\n", pi.PID, u, strings.Join(pi.Args, " "))
+	}
+	return b.String()
+}
+
+func appletPs(p *proc) int {
+	fmt.Fprint(p.stdout, p.psTable())
+	return 0
+}
+
+// appletTop prints a process table every few seconds until it is stopped
+// (critest's default container command is `sh -c top`).
+func appletTop(p *proc) int {
+	opts, _, _ := flags(p.args[1:], "dn")
+	delay := 5 * time.Second
+	if d, ok := opts['d']; ok {
+		if v, ok := parseSleep(d); ok && v > 0 {
+			delay = v
+		}
+	}
+	iterations := -1
+	if n, ok := opts['n']; ok {
+		iterations, _ = strconv.Atoi(n)
+	}
+	for i := 0; iterations < 0 || i < iterations; i++ {
+		procs := p.c.processes()
+		fmt.Fprintf(p.stdout, "Mem: 2015232K used, 2015232K free\nLoad average: 0.08 0.03 0.01 1/%d 42\n%s", len(procs), p.psTable())
+		if iterations >= 0 && i == iterations-1 {
+			return 0
+		}
+		if code := p.wait(delay); p.ctx().Err() != nil {
+			return code
+		}
+	}
+	return 0
+}
+
+func appletUname(p *proc) int {
+	opts, _, _ := flags(p.args[1:], "")
+	var uts syscall.Utsname
+	release, machine := "6.1.0", "x86_64"
+	if syscall.Uname(&uts) == nil {
+		release, machine = cstr(uts.Release[:]), cstr(uts.Machine[:])
+	}
+	fields := map[byte]string{'s': "Linux", 'n': p.c.getHostname(), 'r': release, 'v': "#1 SMP", 'm': machine, 'o': "GNU/Linux"}
+	order := "snrvmo"
+	var out []string
+	if opts['a'] != "" {
+		for i := 0; i < len(order); i++ {
+			out = append(out, fields[order[i]])
+		}
+	} else {
+		for i := 0; i < len(order); i++ {
+			if opts[order[i]] != "" {
+				out = append(out, fields[order[i]])
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"Linux"}
+	}
+	fmt.Fprintln(p.stdout, strings.Join(out, " "))
+	return 0
+}
+
+func cstr[T int8 | uint8](b []T) string {
+	var s strings.Builder
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		s.WriteByte(byte(c))
+	}
+	return s.String()
+}
+
+func appletBasename(p *proc) int {
+	if len(p.args) < 2 {
+		p.errorf("usage: basename FILE [SUFFIX]")
+		return 1
+	}
+	b := path.Base(p.args[1])
+	if len(p.args) > 2 && b != p.args[2] {
+		b = strings.TrimSuffix(b, p.args[2])
+	}
+	fmt.Fprintln(p.stdout, b)
+	return 0
+}
+
+func appletDirname(p *proc) int {
+	if len(p.args) < 2 {
+		p.errorf("usage: dirname FILENAME")
+		return 1
+	}
+	fmt.Fprintln(p.stdout, path.Dir(p.args[1]))
+	return 0
+}
+
+func appletWhich(p *proc) int {
+	st := 0
+	for _, name := range p.args[1:] {
+		exe, err := p.c.lookPath(name, p.env, p.dir)
+		if err != nil {
+			st = 1
+			continue
+		}
+		fmt.Fprintln(p.stdout, exe.path)
+	}
+	return st
+}
+
+func appletMount(p *proc) int {
+	if len(p.args) == 1 {
+		data, _ := p.c.fs.ReadFile("/proc/mounts")
+		p.stdout.Write(data)
+		return 0
+	}
+	// Mounting needs the kernel; the simulation never pretends it happened.
+	p.errorf("mounting is not simulated: Operation not permitted")
+	return 1
+}
+
+func appletBusybox(p *proc) int {
+	if len(p.args) > 1 {
+		p.args = p.args[1:]
+		if a, ok := applets[p.args[0]]; ok {
+			return a(p)
+		}
+		p.errorf("applet not found")
+		return 127
+	}
+	fmt.Fprintln(p.stdout, "BusyBox v1.36.1 (plugsim simulation) multi-call binary.")
+	fmt.Fprintln(p.stdout, "Currently defined functions:")
+	fmt.Fprintln(p.stdout, "\t"+strings.Join(busyboxApplets, ", "))
+	return 0
+}
+
+// appletPause is the sandbox's pause process: it sleeps until a signal;
+// INT and TERM end it with 0 like pause.c's handler does.
+func appletPause(p *proc) int {
+	done := make(chan int, 1)
+	p.t.setHandler(func(sig syscall.Signal) bool {
+		if sig == syscall.SIGINT || sig == syscall.SIGTERM {
+			fmt.Fprintf(p.stderr, "Shutting down, got signal: %s\n", sigDescription(sig))
+			select {
+			case done <- 0:
+			default:
+			}
+			return true
+		}
+		return false
+	})
+	select {
+	case code := <-done:
+		return code
+	case <-p.ctx().Done():
+		code, _ := exitCause(p.ctx())
+		return code
+	}
+}
+
+func sigDescription(sig syscall.Signal) string {
+	s := sig.String()
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -1,0 +1,190 @@
+package process
+
+import (
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"time"
+)
+
+// node is one entry of an in-memory layer. Nodes are never mutated once they are
+// reachable from more than one layer: writers replace the node (copy on write), so
+// an image layer can be shared by every container started from it.
+type node struct {
+	mode   fs.FileMode // type bits (fs.ModeDir, fs.ModeSymlink) and permission bits
+	data   []byte      // file content
+	target string      // symlink target
+	applet string      // for executables: the applet that runs when this file is executed
+	uid    int
+	gid    int
+	mtime  time.Time
+}
+
+func (n *node) isDir() bool     { return n.mode&fs.ModeDir != 0 }
+func (n *node) isSymlink() bool { return n.mode&fs.ModeSymlink != 0 }
+
+func (n *node) clone() *node {
+	c := *n
+	c.data = append([]byte(nil), n.data...)
+	return &c
+}
+
+// Layer is image content: a read-only tree of directories, files, symlinks and
+// simulated executables (a file whose execution runs an applet). Build one with
+// NewLayer and the Add* methods, or start from BaseLayer. A Layer must not be
+// changed after it has been handed to NewFS.
+type Layer struct {
+	entries map[string]*node
+}
+
+// NewLayer returns a layer holding only "/".
+func NewLayer() *Layer {
+	l := &Layer{entries: map[string]*node{}}
+	l.entries["/"] = &node{mode: fs.ModeDir | 0o755, mtime: imageTime}
+	return l
+}
+
+// imageTime is the modification time of image content, fixed so listings are stable.
+var imageTime = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func cleanAbs(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return path.Clean(p)
+}
+
+func (l *Layer) ensureParents(p string) {
+	dir := path.Dir(p)
+	if dir == p {
+		return
+	}
+	if _, ok := l.entries[dir]; !ok {
+		l.ensureParents(dir)
+		l.entries[dir] = &node{mode: fs.ModeDir | 0o755, mtime: imageTime}
+	}
+}
+
+// AddDir adds a directory (and its missing parents, mode 0755).
+func (l *Layer) AddDir(p string, perm fs.FileMode) *Layer {
+	p = cleanAbs(p)
+	l.ensureParents(p)
+	l.entries[p] = &node{mode: fs.ModeDir | perm.Perm() | (perm & fs.ModeSticky), mtime: imageTime}
+	return l
+}
+
+// AddFile adds a regular file.
+func (l *Layer) AddFile(p string, data []byte, perm fs.FileMode) *Layer {
+	p = cleanAbs(p)
+	l.ensureParents(p)
+	l.entries[p] = &node{mode: perm.Perm(), data: data, mtime: imageTime}
+	return l
+}
+
+// AddApplet adds an executable file that runs the named applet (see Applets).
+func (l *Layer) AddApplet(p, applet string) *Layer {
+	p = cleanAbs(p)
+	l.ensureParents(p)
+	l.entries[p] = &node{mode: 0o755, applet: applet, data: []byte("\x7fELF simulated " + applet + "\n"), mtime: imageTime}
+	return l
+}
+
+// AddSymlink adds a symbolic link.
+func (l *Layer) AddSymlink(p, target string) *Layer {
+	p = cleanAbs(p)
+	l.ensureParents(p)
+	l.entries[p] = &node{mode: fs.ModeSymlink | 0o777, target: target, mtime: imageTime}
+	return l
+}
+
+// Paths lists the layer's paths in order (for tests and debugging).
+func (l *Layer) Paths() []string {
+	out := make([]string, 0, len(l.entries))
+	for p := range l.entries {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// busyboxApplets are the applets a busybox image links into /bin.
+var busyboxApplets = []string{
+	"sh", "ash", "echo", "printf", "cat", "sleep", "ls", "mkdir", "touch", "rm", "cp", "mv",
+	"hostname", "id", "whoami", "env", "printenv", "pwd", "test", "[", "[[", "true", "false",
+	"grep", "egrep", "fgrep", "wc", "head", "tail", "date", "pgrep", "pidof", "kill", "sysctl", "nproc",
+	"top", "seq", "sync", "uname", "basename", "dirname", "which", "ps", "tee", "ln", "rmdir",
+	"stat", "sort", "tr", "cut", "yes", "chmod", "readlink", "realpath", "md5sum", "netstat", "mount",
+}
+
+// BaseLayer returns the content of a base image: "busybox" (the default for any
+// unknown name), "nginx", "httpd", "agnhost", "pause", or "scratch" (empty). The
+// image catalog picks the base per image; unknown images get busybox because that
+// is what the Kubernetes e2e images and critest's test images are built on.
+func BaseLayer(name string) *Layer {
+	l := NewLayer()
+	if name == "scratch" {
+		return l
+	}
+	if name == "pause" {
+		l.AddApplet("/pause", "pause")
+		addEtc(l)
+		return l
+	}
+	for _, d := range []string{"/bin", "/dev", "/etc", "/home", "/proc", "/root", "/sys", "/usr/bin", "/usr/sbin", "/var", "/var/log", "/run"} {
+		l.AddDir(d, 0o755)
+	}
+	l.AddDir("/root", 0o700)
+	l.AddDir("/tmp", 0o777|fs.ModeSticky)
+	l.AddDir("/dev/shm", 0o777|fs.ModeSticky)
+	l.AddSymlink("/var/run", "../run")
+	l.AddDir("/var/spool/mail", 0o755)
+	l.AddDir("/var/www", 0o755)
+	l.AddApplet("/bin/busybox", "busybox")
+	for _, a := range busyboxApplets {
+		l.AddApplet("/bin/"+a, a)
+	}
+	addEtc(l)
+	switch name {
+	case "nginx":
+		l.AddApplet("/usr/sbin/nginx", "nginx")
+		l.AddDir("/etc/nginx/conf.d", 0o755)
+		l.AddFile("/etc/nginx/nginx.conf", []byte("user nginx;\nworker_processes 1;\npid /var/run/nginx.pid;\nevents { worker_connections 1024; }\nhttp { include /etc/nginx/conf.d/*.conf; }\n"), 0o644)
+		l.AddFile("/etc/nginx/conf.d/default.conf", []byte("server {\n    listen 80;\n    root /usr/share/nginx/html;\n}\n"), 0o644)
+		l.AddFile("/usr/share/nginx/html/index.html", []byte(nginxIndex), 0o644)
+		l.AddFile("/usr/share/nginx/html/50x.html", []byte("<html><body><h1>An error occurred.</h1></body></html>\n"), 0o644)
+		l.AddDir("/var/cache/nginx", 0o755)
+		l.AddDir("/var/log/nginx", 0o755)
+	case "httpd":
+		l.AddApplet("/usr/local/apache2/bin/httpd", "httpd")
+		l.AddApplet("/usr/local/bin/httpd-foreground", "httpd")
+		l.AddFile("/usr/local/apache2/htdocs/index.html", []byte("<html><body><h1>It works!</h1></body></html>\n"), 0o644)
+		l.AddFile("/usr/local/apache2/conf/httpd.conf", []byte("Listen 80\nDocumentRoot \"/usr/local/apache2/htdocs\"\n"), 0o644)
+		l.AddDir("/usr/local/apache2/logs", 0o755)
+	case "agnhost":
+		l.AddApplet("/agnhost", "agnhost")
+		l.AddApplet("/usr/local/bin/agnhost", "agnhost")
+	}
+	return l
+}
+
+const nginxIndex = `<!DOCTYPE html>
+<html>
+<head>
+<title>Welcome to nginx!</title>
+</head>
+<body>
+<h1>Welcome to nginx!</h1>
+<p>If you see this page, the nginx web server is successfully installed and
+working. Further configuration is required.</p>
+</body>
+</html>
+`
+
+func addEtc(l *Layer) {
+	l.AddDir("/etc", 0o755)
+	// /etc/passwd and /etc/group are generated by NewFS from the image's users;
+	// these are the entries every busybox image has.
+	l.AddFile("/etc/shells", []byte("/bin/sh\n/bin/ash\n"), 0o644)
+	l.AddFile("/etc/os-release", []byte("NAME=\"plugsim simulated busybox\"\nID=busybox\n"), 0o644)
+}

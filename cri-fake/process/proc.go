@@ -1,0 +1,166 @@
+package process
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// proc is what an applet runs with: its task, arguments, environment, working
+// directory and stdio.
+type proc struct {
+	t      *task
+	c      *container
+	args   []string
+	env    []string
+	dir    string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	tty    bool
+	exe    executable
+}
+
+type applet func(p *proc) int
+
+// applets maps an applet name to its implementation (filled in init to break
+// the initialisation cycle sh -> applets -> sh).
+var applets map[string]applet
+
+// inlineApplets run inside the shell without a new process, as busybox ash
+// runs its builtins (so `pgrep echo` never sees them).
+var inlineApplets map[string]applet
+
+func init() {
+	applets = map[string]applet{
+		"sh": appletSh, "ash": appletSh, "bash": appletSh,
+		"echo": appletEcho, "printf": appletPrintf, "cat": appletCat, "sleep": appletSleep,
+		"ls": appletLs, "mkdir": appletMkdir, "touch": appletTouch, "rm": appletRm, "rmdir": appletRmdir,
+		"cp": appletCp, "mv": appletMv, "ln": appletLn, "hostname": appletHostname, "id": appletID,
+		"whoami": appletWhoami, "env": appletEnv, "printenv": appletPrintenv, "pwd": appletPwd,
+		"test": appletTest, "[": appletTest, "[[": appletTest, "true": appletTrue, "false": appletFalse,
+		"grep": appletGrep, "egrep": appletGrep, "fgrep": appletGrep, "wc": appletWc, "head": appletHead,
+		"tail": appletTail, "date": appletDate, "pgrep": appletPgrep, "pidof": appletPidof, "kill": appletKill,
+		"sysctl": appletSysctl, "nproc": appletNproc, "top": appletTop, "seq": appletSeq, "sync": appletTrue,
+		"uname": appletUname, "basename": appletBasename, "dirname": appletDirname, "which": appletWhich,
+		"ps": appletPs, "tee": appletTee, "stat": appletStat, "sort": appletSort, "tr": appletTr,
+		"cut": appletCut, "yes": appletYes, "chmod": appletChmod, "readlink": appletReadlink,
+		"realpath": appletRealpath, "md5sum": appletMd5sum, "netstat": appletNetstat, "mount": appletMount,
+		"busybox": appletBusybox, "pause": appletPause,
+		"nginx": appletNginx, "httpd": appletHttpd, "httpd-foreground": appletHttpd, "agnhost": appletAgnhost,
+	}
+	inlineApplets = map[string]applet{
+		"echo": appletEcho, "printf": appletPrintf, "test": appletTest, "[": appletTest, "[[": appletTest,
+		"true": appletTrue, "false": appletFalse, "kill": appletKill,
+	}
+}
+
+// Applets lists the applet names an image's executables may run.
+func Applets() []string {
+	out := make([]string, 0, len(applets))
+	for k := range applets {
+		out = append(out, k)
+	}
+	return out
+}
+
+func base(p string) string { return path.Base(p) }
+
+func (p *proc) ctx() context.Context { return p.t.ctx }
+
+func (p *proc) cred() cred { return p.t.id.cred() }
+
+func (p *proc) name() string { return base(p.args[0]) }
+
+// abs resolves a path against the working directory; /proc/self is the caller.
+func (p *proc) abs(q string) string { return p.absIn(p.dir, q) }
+
+func (p *proc) absIn(dir, q string) string {
+	if !strings.HasPrefix(q, "/") {
+		q = dir + "/" + q
+	}
+	q = path.Clean(q)
+	for _, self := range []string{"/proc/self", "/proc/thread-self"} {
+		if q == self || strings.HasPrefix(q, self+"/") {
+			q = "/proc/" + strconv.Itoa(p.t.pid) + strings.TrimPrefix(q, self)
+		}
+	}
+	return q
+}
+
+func (p *proc) errorf(format string, args ...any) {
+	fmt.Fprintf(p.stderr, p.name()+": "+format+"\n", args...)
+}
+
+func (p *proc) getenv(k string) string { return envGet(p.env, k) }
+
+// runExecutable runs the resolved executable: an applet, or a "#!" script
+// through its interpreter.
+func (p *proc) runExecutable() int {
+	if p.exe.script != nil {
+		line, _, _ := bytes.Cut(p.exe.script, []byte("\n"))
+		fields := strings.Fields(strings.TrimPrefix(string(line), "#!"))
+		if len(fields) == 0 {
+			fields = []string{"/bin/sh"}
+		}
+		args := append(fields, p.exe.path)
+		args = append(args, p.args[1:]...)
+		exe, err := p.c.lookPath(fields[0], p.env, p.dir)
+		if err != nil {
+			p.errorf("%v", err)
+			return 127
+		}
+		p.args, p.exe = args, exe
+		return p.runExecutable()
+	}
+	name := p.exe.applet
+	if name == "busybox" && base(p.args[0]) != "busybox" {
+		name = base(p.args[0])
+	}
+	a, ok := applets[name]
+	if !ok {
+		p.errorf("applet not found")
+		return 127
+	}
+	return a(p)
+}
+
+// spawn runs exe as a child process of p (a new process table entry) and
+// waits for it when fg is set.
+func (p *proc) spawn(exe executable, args, env []string, dir string, sio io3, fg bool) int {
+	t, err := p.c.newTask(p.t, args, p.t.id)
+	if err != nil {
+		return 127
+	}
+	if fg {
+		p.t.addFg(t)
+		defer p.t.removeFg(t)
+	}
+	child := &proc{t: t, c: p.c, args: args, env: env, dir: dir, stdin: sio.in, stdout: sio.out, stderr: sio.err, tty: p.tty, exe: exe}
+	done := make(chan int, 1)
+	go func() { done <- child.runExecutable() }()
+	var code int
+	select {
+	case code = <-done:
+	case <-t.ctx.Done():
+	}
+	if ec, ok := exitCause(t.ctx); ok {
+		code = ec
+	}
+	t.exit(code)
+	return code
+}
+
+// runArgs resolves and runs args as a child (env, nice-style wrappers).
+func (p *proc) runArgs(args, env []string) int {
+	exe, err := p.c.lookPath(args[0], env, p.dir)
+	if err != nil {
+		p.errorf("can't execute '%s': No such file or directory", args[0])
+		return 127
+	}
+	return p.spawn(exe, args, env, p.dir, io3{p.stdin, p.stdout, p.stderr}, true)
+}

@@ -1,0 +1,634 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Identity is who a container's processes run as (LinuxContainerSecurityContext).
+type Identity struct {
+	UID int
+	GID int
+	// AdditionalGIDs are the supplemental groups (shown by `id -G` after the primary gid).
+	AdditionalGIDs []int
+	// Username, when set, is the name `id -n`/`whoami` print; otherwise the
+	// name is looked up in the container's /etc/passwd, as busybox does.
+	Username string
+	// Capabilities is the bounding set by name ("CAP_NET_ADMIN" or "NET_ADMIN").
+	// nil means the default set containerd grants; see EffectiveCapabilities.
+	// It is recorded and shown in /proc/<pid>/status; it is not enforced by a kernel.
+	Capabilities []string
+	Privileged   bool
+	// NoNewPrivs is shown in /proc/<pid>/status.
+	NoNewPrivs bool
+}
+
+// ExitBehaviour makes the container's main process exit with Code after After,
+// whatever its command is doing (the image catalog's "exit with code N after a delay").
+type ExitBehaviour struct {
+	Code  int
+	After time.Duration
+}
+
+// Behaviour is scripted, per-image behaviour from the image catalog.
+type Behaviour struct {
+	// Exit ends the main process with a given code after a delay.
+	Exit *ExitBehaviour
+	// CrashOnStart ends the main process at once with Exit.Code (default 1) and
+	// a message on stderr, before the command runs.
+	CrashOnStart bool
+	// LinesPerSecond makes the main process print that many numbered lines per
+	// second on stdout, besides its command.
+	LinesPerSecond int
+	// FailReadiness makes the simulated servers answer 503 on health paths
+	// (/healthz, /readyz, /ready, /health) and the ReadinessFailing accessor true.
+	FailReadiness bool
+	// MemoryBytes is added to the memory the process reports in Stats.
+	MemoryBytes uint64
+}
+
+// Spec is everything needed to run a container's main process.
+type Spec struct {
+	// Args is the resolved command: entrypoint + cmd from the image, overridden
+	// by the container config (the runtime resolves that, as containerd does).
+	Args []string
+	// Env is KEY=VALUE; PATH defaults to the usual busybox PATH when absent.
+	Env        []string
+	WorkingDir string
+	Identity   Identity
+	Hostname   string
+	// FS is the container's file system view (NewFS). nil means a fresh busybox view.
+	FS *FS
+	// Stdin, Stdout and Stderr may be nil (empty input, discarded output). The
+	// writers are called from several goroutines but never concurrently.
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// TTY emulates a terminal: input is echoed, CR becomes LF, ^C sends SIGINT,
+	// ^D ends input, output LF becomes CRLF; stderr is merged into stdout.
+	TTY bool
+	// NetNS is the network namespace path the servers listen in; empty means
+	// the host's (the current) namespace.
+	NetNS string
+	// Listen, when set, replaces the servers' listening (for example an in-memory
+	// listener for a runtime without real network namespaces). NetNS is ignored.
+	Listen func(network, address string) (net.Listener, error)
+	// Behaviour is the image catalog's scripted behaviour.
+	Behaviour Behaviour
+	// CPUs is what nproc prints (default 2).
+	CPUs int
+}
+
+// ExecSpec is a command run in a running container (ExecSync, Exec): same
+// file system, environment, identity and namespaces as the main process.
+type ExecSpec struct {
+	Args []string
+	// Env is added to the container's environment.
+	Env    []string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	TTY    bool
+}
+
+// ExecError is what a missing or unrunnable executable gives, worded like runc's
+// ("exec: \"foo\": executable file not found in $PATH"); containerd wraps it into
+// StartContainer and ExecSync errors.
+type ExecError struct {
+	Name string
+	Err  error
+}
+
+// ErrNotFound is the Err of an ExecError for a command not found in $PATH.
+var ErrNotFound = errors.New("executable file not found in $PATH")
+
+func (e *ExecError) Error() string {
+	if errors.Is(e.Err, ErrNotFound) {
+		return fmt.Sprintf("exec: %q: %v", e.Name, ErrNotFound)
+	}
+	var pe interface{ Unwrap() error }
+	if errors.As(e.Err, &pe) {
+		if errors.Is(e.Err, syscall.ENOENT) {
+			return fmt.Sprintf("exec: %q: stat %s: no such file or directory", e.Name, e.Name)
+		}
+		if errors.Is(e.Err, syscall.EACCES) {
+			return fmt.Sprintf("exec: %q: permission denied", e.Name)
+		}
+	}
+	return fmt.Sprintf("exec: %q: %v", e.Name, e.Err)
+}
+
+func (e *ExecError) Unwrap() error { return e.Err }
+
+// ErrNotRunning is returned by Exec when the container's main process has ended.
+var ErrNotRunning = errors.New("container is not running")
+
+// ErrExecTimeout is returned by ExecSync when the command outlived its timeout.
+var ErrExecTimeout = errors.New("command timed out")
+
+// ProcessInfo is one row of the container's process table.
+type ProcessInfo struct {
+	// Name is the command name (comm), which pgrep and pidof match.
+	Name    string
+	PID     int
+	PPID    int
+	Args    []string
+	UID     int
+	Started time.Time
+}
+
+// Stats are the figures the runtime reports in ContainerStats.
+type Stats struct {
+	// MemoryBytes is the simulated resident memory of all processes.
+	MemoryBytes uint64
+	// CPUNanos is the simulated CPU time consumed so far (monotonic).
+	CPUNanos uint64
+	// WritableLayerBytes is what was written to the container's own layer.
+	WritableLayerBytes uint64
+	// Processes is the number of live processes.
+	Processes int
+}
+
+// container is what the main process and its execs share.
+type container struct {
+	fs        *FS
+	spec      Spec
+	hostname  string
+	readiness bool
+
+	mu      sync.Mutex
+	tasks   map[int]*task
+	nextPid int
+	dead    bool
+	cpu     time.Duration
+	cpuAt   time.Time
+}
+
+// Process is a running simulated process: a container's main process (Start)
+// or a command executed in it (Exec).
+type Process struct {
+	c    *container
+	t    *task
+	done chan struct{}
+
+	mu         sync.Mutex
+	exitCode   int
+	exited     bool
+	startedAt  time.Time
+	finishedAt time.Time
+	gates      []*gate
+}
+
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// Start runs spec's command as a container's main process (pid 1). It fails
+// with an *ExecError when the executable cannot be found or run, which
+// containerd reports from StartContainer. ctx bounds only the start itself: the
+// process lives until it exits or is signalled.
+func Start(ctx context.Context, spec Spec) (*Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(spec.Args) == 0 {
+		return nil, errors.New("no command specified")
+	}
+	if spec.FS == nil {
+		f, err := NewFS(FSConfig{Hostname: spec.Hostname})
+		if err != nil {
+			return nil, err
+		}
+		spec.FS = f
+	}
+	if spec.CPUs <= 0 {
+		spec.CPUs = 2
+	}
+	env := withDefaultEnv(spec.Env, spec.Hostname, spec.Identity)
+	c := &container{fs: spec.FS, spec: spec, hostname: spec.Hostname, tasks: map[int]*task{}, nextPid: 1, cpuAt: time.Now()}
+	if c.hostname == "" {
+		c.hostname = "localhost"
+	}
+	c.readiness = !spec.Behaviour.FailReadiness
+	c.fs.proc = c.procFile
+	c.fs.procList = c.procPids
+	wd := spec.WorkingDir
+	if wd == "" {
+		wd = "/"
+	}
+	exe, err := c.lookPath(spec.Args[0], env, wd)
+	if err != nil {
+		return nil, err
+	}
+	return c.run(exe, spec.Args, env, wd, spec.Stdin, spec.Stdout, spec.Stderr, spec.TTY, true)
+}
+
+// Lookup reports whether args[0] can be run in fsys with env's PATH, returning
+// the same *ExecError Start would. A runtime can call it at CreateContainer.
+func Lookup(fsys *FS, args, env []string, workingDir string) error {
+	if len(args) == 0 {
+		return errors.New("no command specified")
+	}
+	c := &container{fs: fsys}
+	if workingDir == "" {
+		workingDir = "/"
+	}
+	_, err := c.lookPath(args[0], withDefaultEnv(env, "", Identity{}), workingDir)
+	return err
+}
+
+func withDefaultEnv(env []string, hostname string, id Identity) []string {
+	out := append([]string(nil), env...)
+	has := func(k string) bool {
+		for _, kv := range out {
+			if strings.HasPrefix(kv, k+"=") {
+				return true
+			}
+		}
+		return false
+	}
+	if !has("PATH") {
+		out = append(out, "PATH="+defaultPath)
+	}
+	if !has("HOSTNAME") && hostname != "" {
+		out = append(out, "HOSTNAME="+hostname)
+	}
+	if !has("HOME") {
+		home := "/root"
+		if id.UID != 0 {
+			home = "/"
+		}
+		out = append(out, "HOME="+home)
+	}
+	return out
+}
+
+func envGet(env []string, k string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// lookPath resolves name like execvp in the container: a name with a slash is a
+// path (relative to wd), anything else is searched in PATH; applets that exist
+// only as shell builtins are not files.
+func (c *container) lookPath(name string, env []string, wd string) (executable, error) {
+	if name == "" {
+		return executable{}, &ExecError{Name: name, Err: ErrNotFound}
+	}
+	if strings.Contains(name, "/") {
+		p := name
+		if !strings.HasPrefix(p, "/") {
+			p = wd + "/" + p
+		}
+		exe, err := c.fs.lookExec(p)
+		if err != nil {
+			return executable{}, &ExecError{Name: name, Err: err}
+		}
+		return exe, nil
+	}
+	var denied error
+	for _, dir := range strings.Split(envGet(env, "PATH"), ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := dir + "/" + name
+		if !strings.HasPrefix(p, "/") {
+			p = wd + "/" + p
+		}
+		exe, err := c.fs.lookExec(p)
+		if err == nil {
+			return exe, nil
+		}
+		if errors.Is(err, syscall.EACCES) && denied == nil {
+			denied = err
+		}
+	}
+	if denied != nil {
+		return executable{}, &ExecError{Name: name, Err: denied}
+	}
+	return executable{}, &ExecError{Name: name, Err: ErrNotFound}
+}
+
+// gate drops writes once its process has ended, so a goroutine that has not yet
+// noticed a KILL cannot write to a log that belongs to a dead process.
+type gate struct {
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
+}
+
+func (g *gate) Write(b []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed || g.w == nil {
+		return len(b), nil
+	}
+	return g.w.Write(b)
+}
+
+func (g *gate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+func (c *container) run(exe executable, args, env []string, wd string, stdin io.Reader, stdout, stderr io.Writer, tty, main bool) (*Process, error) {
+	p := &Process{c: c, done: make(chan struct{}), startedAt: time.Now()}
+	out, errw := &gate{w: stdout}, &gate{w: stderr}
+	p.gates = []*gate{out, errw}
+	var in io.Reader = stdin
+	var sout, serr io.Writer = out, errw
+	var ttyIn *ttyReader
+	if tty {
+		ttyIn = newTTY(stdin, out)
+		in = ttyIn
+		sout = &crlfWriter{w: out}
+		serr = sout
+	}
+	if in == nil {
+		in = strings.NewReader("")
+	}
+	id := c.spec.Identity
+	t, err := c.newTask(nil, args, id)
+	if err != nil {
+		return nil, err
+	}
+	p.t = t
+	if ttyIn != nil {
+		ttyIn.interrupt = func() { t.signal(syscall.SIGINT) }
+	}
+	pr := &proc{t: t, c: c, args: args, env: env, dir: wd, stdin: in, stdout: sout, stderr: serr, tty: tty, exe: exe}
+	finished := make(chan int, 1)
+	go func() {
+		code := pr.runExecutable()
+		finished <- code
+	}()
+	if main {
+		c.startBehaviour(p, pr)
+	}
+	go func() {
+		var code int
+		select {
+		case code = <-finished:
+			if ec, ok := exitCause(t.ctx); ok {
+				code = ec
+			}
+		case <-t.ctx.Done():
+			code, _ = exitCause(t.ctx)
+		}
+		p.finish(code, main)
+	}()
+	return p, nil
+}
+
+func (p *Process) finish(code int, main bool) {
+	for _, g := range p.gates {
+		g.close()
+	}
+	c := p.c
+	p.t.exit(code)
+	if main {
+		// When pid 1 dies the kernel kills every process of its pid namespace.
+		c.mu.Lock()
+		c.dead = true
+		var rest []*task
+		for _, t := range c.tasks {
+			rest = append(rest, t)
+		}
+		c.mu.Unlock()
+		for _, t := range rest {
+			t.terminate(137)
+		}
+	}
+	p.mu.Lock()
+	p.exitCode = code
+	p.exited = true
+	p.finishedAt = time.Now()
+	p.mu.Unlock()
+	close(p.done)
+}
+
+func (c *container) startBehaviour(p *Process, pr *proc) {
+	b := c.spec.Behaviour
+	if b.CrashOnStart {
+		code := 1
+		if b.Exit != nil && b.Exit.Code != 0 {
+			code = b.Exit.Code
+		}
+		fmt.Fprintf(pr.stderr, "%s: simulated crash on start (image behaviour)\n", pr.args[0])
+		p.t.terminate(code)
+		return
+	}
+	if b.Exit != nil {
+		go func() {
+			timer := time.NewTimer(b.Exit.After)
+			defer timer.Stop()
+			select {
+			case <-timer.C:
+				p.t.terminate(b.Exit.Code)
+			case <-p.t.ctx.Done():
+			}
+		}()
+	}
+	if b.LinesPerSecond > 0 {
+		go func() {
+			tick := time.NewTicker(time.Second / time.Duration(b.LinesPerSecond))
+			defer tick.Stop()
+			for n := 1; ; n++ {
+				select {
+				case <-tick.C:
+					fmt.Fprintf(pr.stdout, "%s line %d\n", time.Now().UTC().Format(time.RFC3339Nano), n)
+				case <-p.t.ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+}
+
+// Pid is the process id inside the container (1 for the main process).
+func (p *Process) Pid() int { return p.t.pid }
+
+// Signal delivers sig. TERM (and INT, HUP, ...) ends a process with 128+sig
+// unless it handles it: a shell `trap` runs its action (the running foreground
+// command, such as sleep, is interrupted first), servers shut down cleanly and
+// exit 0. KILL always ends it with 137. Signalling an ended process returns
+// syscall.ESRCH.
+func (p *Process) Signal(sig syscall.Signal) error {
+	select {
+	case <-p.done:
+		return syscall.ESRCH
+	default:
+	}
+	p.t.signal(sig)
+	return nil
+}
+
+// Done is closed when the process has ended.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Wait blocks until the process ends and returns its exit code.
+func (p *Process) Wait() int {
+	<-p.done
+	code, _ := p.ExitCode()
+	return code
+}
+
+// ExitCode returns the exit code and whether the process has ended. A process
+// ended by signal N reports 128+N (137 for KILL), as runtimes report it.
+func (p *Process) ExitCode() (int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exitCode, p.exited
+}
+
+// StartedAt and FinishedAt are the process's start and end times.
+func (p *Process) StartedAt() time.Time { return p.startedAt }
+
+// FinishedAt is zero while the process runs.
+func (p *Process) FinishedAt() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.finishedAt
+}
+
+// ReadinessFailing reports the image behaviour FailReadiness.
+func (p *Process) ReadinessFailing() bool { return !p.c.readiness }
+
+// FS is the container's file system.
+func (p *Process) FS() *FS { return p.c.fs }
+
+// Exec runs another command in the same container (ExecSync, Exec). It fails
+// with ErrNotRunning when the main process has ended and with an *ExecError
+// when the executable cannot be found. ctx bounds only the start; end the
+// process with Signal (ExecSync's timeout does that, see ExecSync).
+func (p *Process) Exec(ctx context.Context, spec ExecSpec) (*Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c := p.c
+	c.mu.Lock()
+	dead := c.dead
+	c.mu.Unlock()
+	if dead {
+		return nil, ErrNotRunning
+	}
+	if len(spec.Args) == 0 {
+		return nil, errors.New("no command specified")
+	}
+	env := append(withDefaultEnv(c.spec.Env, c.spec.Hostname, c.spec.Identity), spec.Env...)
+	wd := c.spec.WorkingDir
+	if wd == "" {
+		wd = "/"
+	}
+	exe, err := c.lookPath(spec.Args[0], env, wd)
+	if err != nil {
+		return nil, err
+	}
+	return c.run(exe, spec.Args, env, wd, spec.Stdin, spec.Stdout, spec.Stderr, spec.TTY, false)
+}
+
+// ExecSync runs args in the container and collects its output. With a positive
+// timeout a command still running after it is killed (it disappears from the
+// process table, as critest's "execSync with timeout" checks with pgrep) and
+// ErrExecTimeout is returned with the output so far.
+func (p *Process) ExecSync(ctx context.Context, args []string, timeout time.Duration) (stdout, stderr []byte, exitCode int, err error) {
+	var so, se lockedBuffer
+	e, err := p.Exec(ctx, ExecSpec{Args: args, Stdout: &so, Stderr: &se})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	var expire <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expire = t.C
+	}
+	select {
+	case <-e.Done():
+	case <-expire:
+		_ = e.Signal(syscall.SIGKILL)
+		<-e.Done()
+		code, _ := e.ExitCode()
+		return so.Bytes(), se.Bytes(), code, ErrExecTimeout
+	case <-ctx.Done():
+		_ = e.Signal(syscall.SIGKILL)
+		<-e.Done()
+		code, _ := e.ExitCode()
+		return so.Bytes(), se.Bytes(), code, ctx.Err()
+	}
+	code, _ := e.ExitCode()
+	return so.Bytes(), se.Bytes(), code, nil
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]byte(nil), l.b...)
+}
+
+// Processes lists the container's live processes by pid.
+func (p *Process) Processes() []ProcessInfo {
+	return p.c.processes()
+}
+
+func (c *container) processes() []ProcessInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]ProcessInfo, 0, len(c.tasks))
+	for _, t := range c.tasks {
+		out = append(out, ProcessInfo{Name: t.name, PID: t.pid, PPID: t.ppid, Args: append([]string(nil), t.argv...), UID: t.id.UID, Started: t.started})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out
+}
+
+// Stats returns simulated resource figures for the whole container.
+func (p *Process) Stats() Stats {
+	c := p.c
+	c.mu.Lock()
+	now := time.Now()
+	var mem uint64
+	n := 0
+	for _, t := range c.tasks {
+		mem += t.memory()
+		n++
+	}
+	if !c.dead {
+		// A mostly idle container: 1ms of CPU per second per process, at least one.
+		active := n
+		if active == 0 {
+			active = 1
+		}
+		c.cpu += now.Sub(c.cpuAt) / 1000 * time.Duration(active)
+	}
+	c.cpuAt = now
+	cpu := c.cpu
+	c.mu.Unlock()
+	if _, exited := p.ExitCode(); !exited || p.t.pid == 1 {
+		mem += c.spec.Behaviour.MemoryBytes
+	}
+	return Stats{MemoryBytes: mem, CPUNanos: uint64(cpu), WritableLayerBytes: uint64(c.fs.WritableLayerBytes()), Processes: n}
+}

@@ -1,0 +1,381 @@
+package process
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// listen opens a TCP listener the way the container's process would: through
+// Spec.Listen when the runtime provides one, inside Spec.NetNS when set, else
+// in the current (host) network namespace.
+func (c *container) listen(port int) (net.Listener, error) {
+	addr := ":" + strconv.Itoa(port)
+	switch {
+	case c.spec.Listen != nil:
+		return c.spec.Listen("tcp", addr)
+	case c.spec.NetNS != "":
+		return ListenInNetNS(c.spec.NetNS, "tcp", addr)
+	}
+	return net.Listen("tcp", addr)
+}
+
+// healthPaths answer 503 when the image behaviour says readiness fails.
+var healthPaths = map[string]bool{"/healthz": true, "/readyz": true, "/ready": true, "/health": true, "/livez": false}
+
+// statusRecorder remembers the status and size of a response for access logs.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	size   int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = 200
+	}
+	n, err := s.ResponseWriter.Write(b)
+	s.size += n
+	return n, err
+}
+
+// server runs HTTP handlers on ports until the process is stopped: TERM, INT
+// and QUIT shut it down cleanly (exit 0), KILL ends it at once.
+type server struct {
+	p       *proc
+	handler http.Handler
+	ports   []int
+	// logLine formats an access log line (nil: no access log).
+	logLine func(r *http.Request, status, size int) string
+	// bindError formats the message printed when a port cannot be bound.
+	bindError func(port int, err error) string
+}
+
+func (s *server) run() int {
+	p := s.p
+	var listeners []net.Listener
+	for _, port := range s.ports {
+		l, err := p.c.listen(port)
+		if err != nil {
+			for _, l := range listeners {
+				l.Close()
+			}
+			fmt.Fprintln(p.stderr, s.bindError(port, err))
+			return 1
+		}
+		listeners = append(listeners, l)
+	}
+	var logMu sync.Mutex
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		if healthPaths[r.URL.Path] && !p.c.readiness {
+			http.Error(rec, "readiness failing (image behaviour)", http.StatusServiceUnavailable)
+		} else {
+			s.handler.ServeHTTP(rec, r)
+		}
+		if s.logLine != nil {
+			logMu.Lock()
+			fmt.Fprintln(p.stdout, s.logLine(r, rec.status, rec.size))
+			logMu.Unlock()
+		}
+	})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	stop := make(chan struct{}, 1)
+	p.t.setHandler(func(sig syscall.Signal) bool {
+		switch sig {
+		case syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGWINCH:
+			select {
+			case stop <- struct{}{}:
+			default:
+			}
+			return true
+		case syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2:
+			return true // reload / reopen logs: nothing to do
+		}
+		return false
+	})
+	for _, l := range listeners {
+		go srv.Serve(l)
+	}
+	select {
+	case <-stop:
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		srv.Shutdown(ctx)
+		cancel()
+		return 0
+	case <-p.ctx().Done():
+		srv.Close()
+		code, _ := exitCause(p.ctx())
+		return code
+	}
+}
+
+func (p *proc) clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// staticFiles serves files of the container's file system under root.
+func (p *proc) staticFiles(root, serverHeader string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Server", serverHeader)
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			http.Error(w, "405 Not Allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		fpath := root + "/" + strings.TrimPrefix(r.URL.Path, "/")
+		if st, err := p.c.fs.Stat(fpath); err == nil && st.IsDir() {
+			fpath = strings.TrimSuffix(fpath, "/") + "/index.html"
+		}
+		data, err := p.c.fs.ReadFile(fpath)
+		if err != nil {
+			http.Error(w, "404 Not Found", http.StatusNotFound)
+			return
+		}
+		if strings.HasSuffix(fpath, ".html") {
+			w.Header().Set("Content-Type", "text/html")
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		if r.Method == http.MethodHead {
+			return
+		}
+		w.Write(data)
+	})
+}
+
+var listenRe = regexp.MustCompile(`(?mi)^\s*listen\s+(?:[\d.]+:)?(\d+)`)
+
+// configPorts reads `listen N` / `Listen N` from config files, or def.
+func (p *proc) configPorts(files []string, def int) []int {
+	var ports []int
+	seen := map[int]bool{}
+	for _, f := range files {
+		data, err := p.c.fs.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, m := range listenRe.FindAllStringSubmatch(string(data), -1) {
+			n, _ := strconv.Atoi(m[1])
+			if n > 0 && !seen[n] {
+				seen[n] = true
+				ports = append(ports, n)
+			}
+		}
+	}
+	if len(ports) == 0 {
+		ports = []int{def}
+	}
+	return ports
+}
+
+var rootRe = regexp.MustCompile(`(?m)^\s*root\s+([^;\s]+)`)
+
+// appletNginx serves the static site of an nginx image on the ports of its
+// config (default 80), writes /var/run/nginx.pid and logs requests in the
+// combined format on stdout.
+func appletNginx(p *proc) int {
+	for _, a := range p.args[1:] {
+		if a == "-v" || a == "-V" {
+			fmt.Fprintf(p.stderr, "nginx version: nginx/%s\n", nginxVersion(p))
+			return 0
+		}
+		if a == "-t" {
+			fmt.Fprintln(p.stderr, "nginx: the configuration file /etc/nginx/nginx.conf syntax is ok")
+			return 0
+		}
+	}
+	confs := []string{"/etc/nginx/nginx.conf", "/etc/nginx/conf.d/default.conf"}
+	root := "/usr/share/nginx/html"
+	for _, f := range confs {
+		if data, err := p.c.fs.ReadFile(f); err == nil {
+			if m := rootRe.FindStringSubmatch(string(data)); m != nil {
+				root = m[1]
+			}
+		}
+	}
+	pidFile := "/var/run/nginx.pid"
+	if err := p.c.fs.writeFile(p.cred(), pidFile, []byte(strconv.Itoa(p.t.pid)+"\n"), 0o644); err != nil {
+		fmt.Fprintf(p.stderr, "nginx: [emerg] open() \"%s\" failed (%d: %s)\n", pidFile, errnoOf(err), strerror(err))
+		return 1
+	}
+	p.t.setArgv([]string{"nginx: master process " + strings.Join(p.args, " ")})
+	worker, err := p.c.newTask(p.t, []string{"nginx: worker process"}, Identity{UID: 101, GID: 101})
+	if err == nil {
+		worker.name = "nginx"
+		defer worker.exit(0)
+	}
+	s := &server{
+		p:       p,
+		handler: p.staticFiles(root, "nginx/"+nginxVersion(p)),
+		ports:   p.configPorts(confs, 80),
+		logLine: func(r *http.Request, status, size int) string {
+			return fmt.Sprintf("%s - - [%s] \"%s %s %s\" %d %d \"%s\" \"%s\" \"-\"", p.clientAddr(r), time.Now().Format("02/Jan/2006:15:04:05 -0700"),
+				r.Method, r.URL.RequestURI(), r.Proto, status, size, orDash(r.Referer()), orDash(r.UserAgent()))
+		},
+		bindError: func(port int, err error) string {
+			return fmt.Sprintf("nginx: [emerg] bind() to 0.0.0.0:%d failed (%d: %s)", port, errnoOf(err), strerror(err))
+		},
+	}
+	code := s.run()
+	_ = p.c.fs.remove(p.cred(), pidFile, false)
+	return code
+}
+
+func nginxVersion(p *proc) string {
+	if v := p.getenv("NGINX_VERSION"); v != "" {
+		return v
+	}
+	return "1.14.2"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func errnoOf(err error) int {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return int(errno)
+	}
+	return 0
+}
+
+// appletHttpd serves the htdocs of an httpd image on its Listen ports (default 80).
+func appletHttpd(p *proc) int {
+	conf := "/usr/local/apache2/conf/httpd.conf"
+	fmt.Fprintf(p.stderr, "AH00558: httpd: Could not reliably determine the server's fully qualified domain name, using %s. Set the 'ServerName' directive globally to suppress this message\n", p.c.getHostname())
+	s := &server{
+		p:       p,
+		handler: p.staticFiles("/usr/local/apache2/htdocs", "Apache/2.4.39 (Unix)"),
+		ports:   p.configPorts([]string{conf}, 80),
+		logLine: func(r *http.Request, status, size int) string {
+			return fmt.Sprintf("%s - - [%s] \"%s %s %s\" %d %d", p.clientAddr(r), time.Now().Format("02/Jan/2006:15:04:05 -0700"), r.Method, r.URL.RequestURI(), r.Proto, status, size)
+		},
+		bindError: func(port int, err error) string {
+			return fmt.Sprintf("(%d)%s: AH00072: make_sock: could not bind to address [::]:%d\nno listening sockets available, shutting down", errnoOf(err), strerror(err), port)
+		},
+	}
+	fmt.Fprintf(p.stderr, "[%s] [mpm_event:notice] [pid %d:tid 1] AH00489: Apache/2.4.39 (Unix) configured -- resuming normal operations\n", time.Now().Format("Mon Jan 02 15:04:05.000000 2006"), p.t.pid)
+	code := s.run()
+	if code == 0 {
+		fmt.Fprintf(p.stderr, "[%s] [mpm_event:notice] [pid %d:tid 1] AH00491: caught SIGTERM, shutting down\n", time.Now().Format("Mon Jan 02 15:04:05.000000 2006"), p.t.pid)
+	}
+	return code
+}
+
+// longFlag reads --name=value or --name value from args.
+func longFlag(args []string, name, def string) string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+		if (a == "--"+name || a == "-"+name) && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return def
+}
+
+// appletAgnhost implements the agnhost subcommands used as generic test
+// servers: netexec, serve-hostname and pause.
+func appletAgnhost(p *proc) int {
+	if len(p.args) < 2 {
+		fmt.Fprintln(p.stderr, "Usage: agnhost [command]\n\nAvailable Commands (simulated): netexec, serve-hostname, pause")
+		return 1
+	}
+	sub, args := p.args[1], p.args[2:]
+	switch sub {
+	case "pause":
+		return appletPause(p)
+	case "serve-hostname":
+		port, _ := strconv.Atoi(longFlag(args, "port", "9376"))
+		s := &server{p: p, ports: []int{port},
+			handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprint(w, p.c.getHostname())
+			}),
+			bindError: func(port int, err error) string { return fmt.Sprintf("Error from Listen(): %v", err) },
+		}
+		fmt.Fprintf(p.stdout, "Serving on port %d.\n", port)
+		return s.run()
+	case "netexec":
+		port, _ := strconv.Atoi(longFlag(args, "http-port", "8080"))
+		return netexec(p, port)
+	}
+	fmt.Fprintf(p.stderr, "Error: unknown command %q for \"agnhost\" (not simulated)\n", sub)
+	return 1
+}
+
+func netexec(p *proc, port int) int {
+	mux := http.NewServeMux()
+	exitCh := make(chan int, 1)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintf(w, "NOW: %v", time.Now())
+	})
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.FormValue("msg")) })
+	mux.HandleFunc("/clientip", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.RemoteAddr) })
+	hostname := func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, p.c.getHostname()) }
+	mux.HandleFunc("/hostname", hostname)
+	mux.HandleFunc("/hostName", hostname)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	mux.HandleFunc("/exit", func(w http.ResponseWriter, r *http.Request) {
+		code, err := strconv.Atoi(r.FormValue("code"))
+		if err != nil {
+			http.Error(w, "bad code", http.StatusBadRequest)
+			return
+		}
+		select {
+		case exitCh <- code:
+		default:
+		}
+	})
+	mux.HandleFunc("/shell", func(w http.ResponseWriter, r *http.Request) {
+		var out lockedBuffer
+		exe, err := p.c.lookPath("sh", p.env, p.dir)
+		result := map[string]string{}
+		if err == nil {
+			code := p.spawn(exe, []string{"sh", "-c", r.FormValue("cmd")}, p.env, p.dir, io3{in: strings.NewReader(""), out: &out, err: &out}, false)
+			if code != 0 {
+				result["error"] = fmt.Sprintf("exit status %d", code)
+			}
+		} else {
+			result["error"] = err.Error()
+		}
+		result["output"] = string(out.Bytes())
+		json.NewEncoder(w).Encode(result)
+	})
+	s := &server{p: p, ports: []int{port}, handler: mux,
+		bindError: func(port int, err error) string { return fmt.Sprintf("listen tcp :%d: %v", port, err) }}
+	fmt.Fprintf(p.stdout, "Started HTTP server on port %d\n", port)
+	done := make(chan int, 1)
+	go func() { done <- s.run() }()
+	select {
+	case code := <-done:
+		return code
+	case code := <-exitCh:
+		return code
+	}
+}

@@ -1,0 +1,1277 @@
+package process
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+type io3 struct {
+	in  io.Reader
+	out io.Writer
+	err io.Writer
+}
+
+// sigState is what a shell and its subshells share about signals.
+type sigState struct {
+	mu      sync.Mutex
+	traps   map[string]string // "TERM" -> action ("" = ignore); "EXIT"
+	pending chan syscall.Signal
+}
+
+type job struct {
+	pid  int
+	done chan struct{}
+	code int
+}
+
+// shell interprets the sh subset for one sh process (and its subshells).
+type shell struct {
+	p        *proc
+	io       io3
+	vars     map[string]string
+	exported map[string]bool
+	funcs    map[string]command
+	params   []string
+	arg0     string
+	dir      string
+	rootPid  int
+	sub      bool // a subshell: exit ends only it, traps are not run here
+	sig      *sigState
+	jobs     map[int]*job
+	jobsMu   *sync.Mutex
+	lastBg   int
+
+	status      int
+	substStatus int
+	exitReq     bool
+	exitCode    int
+	retReq      bool
+	brk, cont   int
+	loopDepth   int
+	inCond      int
+	errexit     bool
+	xtrace      bool
+	nounset     bool
+}
+
+func newShell(p *proc) *shell {
+	s := &shell{
+		p: p, io: io3{in: p.stdin, out: p.stdout, err: p.stderr},
+		vars: map[string]string{}, exported: map[string]bool{}, funcs: map[string]command{},
+		arg0: p.args[0], dir: p.dir, rootPid: p.t.pid,
+		sig:  &sigState{traps: map[string]string{}, pending: make(chan syscall.Signal, 16)},
+		jobs: map[int]*job{}, jobsMu: &sync.Mutex{},
+	}
+	for _, kv := range p.env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			s.vars[k] = v
+			s.exported[k] = true
+		}
+	}
+	if _, ok := s.vars["PWD"]; !ok {
+		s.vars["PWD"] = s.dir
+	}
+	s.vars["PPID"] = strconv.Itoa(p.t.ppid)
+	s.vars["IFS"] = " \t\n"
+	p.t.setHandler(s.onSignal)
+	return s
+}
+
+func (s *shell) subshell() *shell {
+	c := *s
+	c.vars = make(map[string]string, len(s.vars))
+	for k, v := range s.vars {
+		c.vars[k] = v
+	}
+	c.exported = make(map[string]bool, len(s.exported))
+	for k, v := range s.exported {
+		c.exported[k] = v
+	}
+	c.funcs = make(map[string]command, len(s.funcs))
+	for k, v := range s.funcs {
+		c.funcs[k] = v
+	}
+	c.params = append([]string(nil), s.params...)
+	c.sub = true
+	c.exitReq, c.retReq, c.brk, c.cont = false, false, 0, 0
+	return &c
+}
+
+func sigName(sig syscall.Signal) string {
+	for name, n := range signalNumbers {
+		if n == sig {
+			return name
+		}
+	}
+	return strconv.Itoa(int(sig))
+}
+
+var signalNumbers = map[string]syscall.Signal{
+	"HUP": syscall.SIGHUP, "INT": syscall.SIGINT, "QUIT": syscall.SIGQUIT, "KILL": syscall.SIGKILL,
+	"USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "PIPE": syscall.SIGPIPE, "ALRM": syscall.SIGALRM,
+	"TERM": syscall.SIGTERM, "CHLD": syscall.SIGCHLD, "CONT": syscall.SIGCONT, "STOP": syscall.SIGSTOP,
+	"TSTP": syscall.SIGTSTP, "WINCH": syscall.SIGWINCH, "ABRT": syscall.SIGABRT, "SEGV": syscall.SIGSEGV,
+}
+
+// parseSignal accepts TERM, SIGTERM, term and 15.
+func parseSignal(s string) (syscall.Signal, bool) {
+	if n, err := strconv.Atoi(s); err == nil {
+		return syscall.Signal(n), n >= 0 && n < 65
+	}
+	s = strings.TrimPrefix(strings.ToUpper(s), "SIG")
+	sig, ok := signalNumbers[s]
+	return sig, ok
+}
+
+// onSignal runs in the signalling goroutine: a trapped signal is queued and
+// its action runs between commands; an ignored one is dropped.
+func (s *shell) onSignal(sig syscall.Signal) bool {
+	name := sigName(sig)
+	s.sig.mu.Lock()
+	action, ok := s.sig.traps[name]
+	s.sig.mu.Unlock()
+	if !ok {
+		return false
+	}
+	if action != "" {
+		select {
+		case s.sig.pending <- sig:
+		default:
+		}
+	}
+	return true
+}
+
+// runPendingTraps runs the actions of trapped signals that arrived.
+func (s *shell) runPendingTraps() {
+	if s.sub {
+		return
+	}
+	for {
+		select {
+		case sig := <-s.sig.pending:
+			s.sig.mu.Lock()
+			action := s.sig.traps[sigName(sig)]
+			s.sig.mu.Unlock()
+			if action == "" {
+				continue
+			}
+			saved := s.status
+			s.evalString(action, s.io)
+			if !s.exitReq {
+				s.status = saved
+			}
+		default:
+			return
+		}
+	}
+}
+
+func (s *shell) runExitTrap(sio io3) {
+	if s.sub {
+		return
+	}
+	s.sig.mu.Lock()
+	action, ok := s.sig.traps["EXIT"]
+	delete(s.sig.traps, "EXIT")
+	s.sig.mu.Unlock()
+	if ok && action != "" {
+		saved := s.exitReq
+		s.exitReq = false
+		code := s.exitCode
+		s.evalString(action, sio)
+		if !s.exitReq {
+			s.exitReq, s.exitCode = saved, code
+		}
+	}
+}
+
+func (s *shell) evalString(src string, sio io3) int {
+	l, err := parseScript(src)
+	if err != nil {
+		fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+		s.status = 2
+		return 2
+	}
+	return s.runList(l, sio)
+}
+
+func (s *shell) lookup(name string) (string, bool) {
+	v, ok := s.vars[name]
+	return v, ok
+}
+
+func (s *shell) setVar(name, v string) {
+	s.vars[name] = v
+}
+
+func (s *shell) stopped() bool {
+	return s.exitReq || s.retReq || s.brk > 0 || s.cont > 0 || s.p.t.ctx.Err() != nil
+}
+
+func (s *shell) runList(l *list, sio io3) int {
+	for i, ao := range l.items {
+		if s.stopped() {
+			break
+		}
+		if l.async[i] {
+			s.background(ao, sio)
+			s.status = 0
+		} else {
+			s.status = s.runAndOr(ao, sio)
+		}
+		s.runPendingTraps()
+	}
+	return s.status
+}
+
+func (s *shell) background(ao *andOr, sio io3) {
+	sub := s.subshell()
+	// A background job is a forked shell: its own process table entry, so
+	// `kill $!` ends it (and whatever it runs).
+	t, err := s.p.c.newTask(s.p.t, s.p.args, s.p.t.id)
+	if err != nil {
+		return
+	}
+	child := *s.p
+	child.t = t
+	sub.p = &child
+	sub.io = io3{in: strings.NewReader(""), out: sio.out, err: sio.err}
+	j := &job{pid: t.pid, done: make(chan struct{})}
+	s.jobsMu.Lock()
+	s.jobs[t.pid] = j
+	s.jobsMu.Unlock()
+	s.lastBg = t.pid
+	finished := make(chan int, 1)
+	go func() { finished <- sub.runAndOr(ao, sub.io) }()
+	go func() {
+		var code int
+		select {
+		case code = <-finished:
+			if sub.exitReq {
+				code = sub.exitCode
+			}
+		case <-t.ctx.Done():
+		}
+		if ec, ok := exitCause(t.ctx); ok {
+			code = ec
+		}
+		t.exit(code)
+		j.code = code
+		close(j.done)
+	}()
+}
+
+func (s *shell) runAndOr(ao *andOr, sio io3) int {
+	condDepth := s.inCond
+	if len(ao.rest) > 0 {
+		s.inCond++
+	}
+	st := s.runPipeline(ao.first, sio)
+	s.status = st
+	ranLast := len(ao.rest) == 0
+	for i, op := range ao.ops {
+		if s.stopped() {
+			break
+		}
+		if (op == "&&" && st != 0) || (op == "||" && st == 0) {
+			continue
+		}
+		if i == len(ao.ops)-1 {
+			s.inCond = condDepth
+			ranLast = true
+		}
+		st = s.runPipeline(ao.rest[i], sio)
+		s.status = st
+	}
+	s.inCond = condDepth
+	// set -e: only a failure of the last command of an && || list exits.
+	if s.errexit && st != 0 && ranLast && s.inCond == 0 && !s.exitReq {
+		s.exitReq, s.exitCode = true, st
+	}
+	return st
+}
+
+func (s *shell) runPipeline(pl *pipeline, sio io3) int {
+	if pl.bang {
+		s.inCond++
+		defer func() { s.inCond-- }()
+	}
+	var st int
+	if len(pl.cmds) == 1 {
+		st = s.runCommand(pl.cmds[0], sio)
+	} else {
+		st = s.runPipe(pl.cmds, sio)
+	}
+	if pl.bang {
+		st = int(b2i(st == 0))
+	}
+	return st
+}
+
+// runPipe runs each command of a pipeline in a subshell, connected by pipes.
+// When a reader ends, its pipe is closed so the writer gets EPIPE, as head(1)
+// ends an endless producer.
+func (s *shell) runPipe(cmds []command, sio io3) int {
+	n := len(cmds)
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	in := sio.in
+	for i, c := range cmds {
+		cio := io3{in: in, out: sio.out, err: sio.err}
+		var pw *io.PipeWriter
+		var pr *io.PipeReader
+		if i < n-1 {
+			pr, pw = io.Pipe()
+			cio.out = pw
+			in = pr
+		}
+		sub := s.subshell()
+		wg.Add(1)
+		go func(i int, c command, cio io3, pw *io.PipeWriter, myIn io.Reader) {
+			defer wg.Done()
+			codes[i] = sub.runCommand(c, cio)
+			if sub.exitReq {
+				codes[i] = sub.exitCode
+			}
+			if pw != nil {
+				pw.Close()
+			}
+			if r, ok := myIn.(*io.PipeReader); ok && i > 0 {
+				r.CloseWithError(syscall.EPIPE)
+			}
+		}(i, c, cio, pw, cio.in)
+	}
+	wg.Wait()
+	return codes[n-1]
+}
+
+func (s *shell) runCommand(c command, sio io3) int {
+	if s.p.t.ctx.Err() != nil {
+		return s.status
+	}
+	switch c := c.(type) {
+	case *simpleCmd:
+		return s.runSimple(c, sio)
+	case *funcDef:
+		s.funcs[c.name] = c.body
+		return 0
+	case *compound:
+		rio, closers, err := s.redirect(c.redirs, sio)
+		if err != nil {
+			fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+			return 1
+		}
+		defer closeAll(closers)
+		return s.runCompound(c.cmd, rio)
+	}
+	return 0
+}
+
+func closeAll(cs []io.Closer) {
+	for _, c := range cs {
+		c.Close()
+	}
+}
+
+func (s *shell) runCompound(c command, sio io3) int {
+	switch c := c.(type) {
+	case *groupCmd:
+		if c.subshell {
+			sub := s.subshell()
+			st := sub.runList(c.body, sio)
+			if sub.exitReq {
+				st = sub.exitCode
+			}
+			return st
+		}
+		return s.runList(c.body, sio)
+	case *ifCmd:
+		for i, cond := range c.conds {
+			s.inCond++
+			st := s.runList(cond, sio)
+			s.inCond--
+			if s.stopped() {
+				return st
+			}
+			if st == 0 {
+				return s.runList(c.bodies[i], sio)
+			}
+		}
+		if c.els != nil {
+			return s.runList(c.els, sio)
+		}
+		return 0
+	case *loopCmd:
+		st := 0
+		s.loopDepth++
+		defer func() { s.loopDepth-- }()
+		for {
+			s.inCond++
+			cst := s.runList(c.cond, sio)
+			s.inCond--
+			if s.exitReq || s.retReq || s.p.t.ctx.Err() != nil {
+				return st
+			}
+			if s.brk > 0 {
+				s.brk--
+				return st
+			}
+			if (cst == 0) == c.until {
+				return st
+			}
+			st = s.runList(c.body, sio)
+			if s.brk > 0 {
+				s.brk--
+				return st
+			}
+			if s.cont > 0 {
+				s.cont--
+				if s.cont > 0 {
+					return st
+				}
+			}
+			if s.exitReq || s.retReq || s.p.t.ctx.Err() != nil {
+				return st
+			}
+		}
+	case *forCmd:
+		var items []string
+		if c.inSet {
+			var err error
+			items, err = s.expandWords(c.words)
+			if err != nil {
+				fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+				return 1
+			}
+		} else {
+			items = append(items, s.params...)
+		}
+		st := 0
+		s.loopDepth++
+		defer func() { s.loopDepth-- }()
+		for _, it := range items {
+			s.setVar(c.name, it)
+			st = s.runList(c.body, sio)
+			if s.brk > 0 {
+				s.brk--
+				return st
+			}
+			if s.cont > 0 {
+				s.cont--
+				if s.cont > 0 {
+					return st
+				}
+			}
+			if s.exitReq || s.retReq || s.p.t.ctx.Err() != nil {
+				return st
+			}
+		}
+		return st
+	case *caseCmd:
+		w, err := s.expandString(c.word)
+		if err != nil {
+			fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+			return 1
+		}
+		for _, it := range c.items {
+			for _, pat := range it.patterns {
+				pb := &fieldBuilder{}
+				if err := s.expand(pat, pb, false); err != nil {
+					return 1
+				}
+				if ok, _ := path.Match(pb.pattern.String(), w); ok || pb.cur.String() == w {
+					return s.runList(it.body, sio)
+				}
+			}
+		}
+		return 0
+	}
+	return 0
+}
+
+// redirect applies redirections and returns the new stdio and what to close.
+func (s *shell) redirect(rs []redir, sio io3) (io3, []io.Closer, error) {
+	var closers []io.Closer
+	fds := map[int]any{0: sio.in, 1: sio.out, 2: sio.err}
+	for _, r := range rs {
+		target, err := s.expandString(r.target)
+		if err != nil {
+			closeAll(closers)
+			return sio, nil, err
+		}
+		switch r.op {
+		case ">&", "<&":
+			if target == "-" {
+				fds[r.fd] = nil
+				continue
+			}
+			src, err := strconv.Atoi(target)
+			if err != nil || fds[src] == nil {
+				if r.op == ">&" && err != nil {
+					// >&file is &>file in busybox ash.
+					w, werr := s.openOut(target, false)
+					if werr != nil {
+						closeAll(closers)
+						return sio, nil, werr
+					}
+					closers = append(closers, w)
+					fds[1], fds[2] = w, w
+					continue
+				}
+				closeAll(closers)
+				return sio, nil, fmt.Errorf("%s: bad file descriptor", target)
+			}
+			fds[r.fd] = fds[src]
+		case "<", "<>":
+			rc, err := s.p.c.fs.Open(s.p.absIn(s.dir, target))
+			if err != nil {
+				closeAll(closers)
+				return sio, nil, fmt.Errorf("can't open '%s': %s", target, strerror(err))
+			}
+			closers = append(closers, rc)
+			fds[r.fd] = rc
+		case ">", ">|", ">>", "&>":
+			if target == "/dev/stdout" || target == "/dev/stderr" {
+				fd := 1
+				if target == "/dev/stderr" {
+					fd = 2
+				}
+				fds[r.fd] = fds[fd]
+				if r.op == "&>" {
+					fds[2] = fds[fd]
+				}
+				continue
+			}
+			w, err := s.openOut(target, r.op == ">>")
+			if err != nil {
+				closeAll(closers)
+				return sio, nil, err
+			}
+			closers = append(closers, w)
+			fds[r.fd] = w
+			if r.op == "&>" {
+				fds[2] = w
+			}
+		}
+	}
+	out := io3{}
+	if r, ok := fds[0].(io.Reader); ok {
+		out.in = r
+	} else {
+		out.in = strings.NewReader("")
+	}
+	if w, ok := fds[1].(io.Writer); ok {
+		out.out = w
+	} else {
+		out.out = discard{}
+	}
+	if w, ok := fds[2].(io.Writer); ok {
+		out.err = w
+	} else {
+		out.err = discard{}
+	}
+	return out, closers, nil
+}
+
+func (s *shell) openOut(target string, appendMode bool) (io.WriteCloser, error) {
+	w, err := s.p.c.fs.openWrite(s.p.cred(), s.p.absIn(s.dir, target), appendMode, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("can't create %s: %s", target, strerror(err))
+	}
+	return w, nil
+}
+
+// exportedEnv is the environment passed to commands.
+func (s *shell) exportedEnv(extra []string) []string {
+	keys := make([]string, 0, len(s.exported))
+	for k, ok := range s.exported {
+		if _, set := s.vars[k]; ok && set {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	env := make([]string, 0, len(keys)+len(extra))
+	for _, k := range keys {
+		env = append(env, k+"="+s.vars[k])
+	}
+	return append(env, extra...)
+}
+
+func (s *shell) runSimple(c *simpleCmd, sio io3) int {
+	s.substStatus = -1
+	words, err := s.expandWords(c.words)
+	if err != nil {
+		fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+		if !s.sub {
+			s.exitReq, s.exitCode = true, 2
+		}
+		return 2
+	}
+	var tmpEnv []string
+	for _, a := range c.assigns {
+		k, raw, _ := strings.Cut(a, "=")
+		v, err := s.expandString(raw)
+		if err != nil {
+			fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+			return 1
+		}
+		if len(words) == 0 {
+			s.setVar(k, v)
+		} else {
+			tmpEnv = append(tmpEnv, k+"="+v)
+		}
+	}
+	rio, closers, err := s.redirect(c.redirs, sio)
+	if err != nil {
+		fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+		return 1
+	}
+	defer closeAll(closers)
+	if len(words) == 0 {
+		if s.substStatus >= 0 {
+			return s.substStatus
+		}
+		return 0
+	}
+	if s.xtrace {
+		fmt.Fprintf(rio.err, "+ %s\n", strings.Join(words, " "))
+	}
+	if fn, ok := s.funcs[words[0]]; ok {
+		saved := s.params
+		s.params = words[1:]
+		st := s.runCommand(fn, rio)
+		s.params = saved
+		if s.retReq {
+			s.retReq = false
+			st = s.status
+		}
+		return st
+	}
+	if b, ok := shellBuiltins[words[0]]; ok {
+		return b(s, words, rio)
+	}
+	if a, ok := inlineApplets[words[0]]; ok {
+		bp := *s.p
+		bp.args, bp.stdin, bp.stdout, bp.stderr, bp.dir = words, rio.in, rio.out, rio.err, s.dir
+		bp.env = s.exportedEnv(tmpEnv)
+		return a(&bp)
+	}
+	env := s.exportedEnv(tmpEnv)
+	exe, err := s.p.c.lookPath(words[0], env, s.dir)
+	if err != nil {
+		return s.execFailed(words[0], err, rio)
+	}
+	return s.p.spawn(exe, words, env, s.dir, rio, true)
+}
+
+func (s *shell) execFailed(name string, err error, sio io3) int {
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, syscall.ENOENT):
+		fmt.Fprintf(sio.err, "%s: %s: not found\n", s.arg0, name)
+		return 127
+	case errors.Is(err, syscall.EACCES):
+		fmt.Fprintf(sio.err, "%s: %s: Permission denied\n", s.arg0, name)
+		return 126
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		fmt.Fprintf(sio.err, "%s: %s: %s\n", s.arg0, name, strerror(pe.Err))
+	} else {
+		fmt.Fprintf(sio.err, "%s: %s: %v\n", s.arg0, name, err)
+	}
+	return 126
+}
+
+type builtin func(s *shell, args []string, sio io3) int
+
+var shellBuiltins map[string]builtin
+
+func init() {
+	shellBuiltins = map[string]builtin{
+		":":        func(*shell, []string, io3) int { return 0 },
+		"cd":       builtinCd,
+		"exit":     builtinExit,
+		"return":   builtinReturn,
+		"break":    builtinBreak,
+		"continue": builtinBreak,
+		"export":   builtinExport,
+		"readonly": builtinExport,
+		"local":    builtinLocal,
+		"unset":    builtinUnset,
+		"set":      builtinSet,
+		"shift":    builtinShift,
+		"trap":     builtinTrap,
+		"read":     builtinRead,
+		"wait":     builtinWait,
+		"eval":     builtinEval,
+		".":        builtinSource,
+		"source":   builtinSource,
+		"exec":     builtinExec,
+		"type":     builtinType,
+		"command":  builtinType,
+		"umask":    func(s *shell, args []string, sio io3) int { fmt.Fprintln(sio.out, "0022"); return 0 },
+		"pwd":      func(s *shell, args []string, sio io3) int { fmt.Fprintln(sio.out, s.dir); return 0 },
+	}
+}
+
+func builtinCd(s *shell, args []string, sio io3) int {
+	dir := ""
+	if len(args) > 1 {
+		dir = args[1]
+	} else {
+		dir, _ = s.lookup("HOME")
+	}
+	if dir == "-" {
+		dir, _ = s.lookup("OLDPWD")
+	}
+	target := s.p.absIn(s.dir, dir)
+	st, err := s.p.c.fs.Stat(target)
+	if err != nil {
+		fmt.Fprintf(sio.err, "%s: cd: can't cd to %s: %s\n", s.arg0, dir, strerror(err))
+		return 1
+	}
+	if !st.IsDir() {
+		fmt.Fprintf(sio.err, "%s: cd: can't cd to %s: Not a directory\n", s.arg0, dir)
+		return 1
+	}
+	s.vars["OLDPWD"] = s.dir
+	s.dir = target
+	s.vars["PWD"] = target
+	return 0
+}
+
+func builtinExit(s *shell, args []string, sio io3) int {
+	code := s.status
+	if len(args) > 1 {
+		n, err := strconv.Atoi(args[1])
+		if err != nil {
+			fmt.Fprintf(sio.err, "%s: exit: Illegal number: %s\n", s.arg0, args[1])
+			code = 2
+		} else {
+			code = n & 0xff
+		}
+	}
+	s.exitReq, s.exitCode = true, code
+	return code
+}
+
+func builtinReturn(s *shell, args []string, sio io3) int {
+	code := s.status
+	if len(args) > 1 {
+		code, _ = strconv.Atoi(args[1])
+	}
+	s.retReq = true
+	s.status = code
+	return code
+}
+
+func builtinBreak(s *shell, args []string, sio io3) int {
+	n := 1
+	if len(args) > 1 {
+		n, _ = strconv.Atoi(args[1])
+		if n < 1 {
+			n = 1
+		}
+	}
+	if s.loopDepth == 0 {
+		return 0
+	}
+	if n > s.loopDepth {
+		n = s.loopDepth
+	}
+	if args[0] == "break" {
+		s.brk = n
+	} else {
+		s.cont = n
+	}
+	return 0
+}
+
+func builtinExport(s *shell, args []string, sio io3) int {
+	if len(args) == 1 || (len(args) == 2 && args[1] == "-p") {
+		for _, kv := range s.exportedEnv(nil) {
+			k, v, _ := strings.Cut(kv, "=")
+			fmt.Fprintf(sio.out, "export %s='%s'\n", k, v)
+		}
+		return 0
+	}
+	for _, a := range args[1:] {
+		if k, v, ok := strings.Cut(a, "="); ok {
+			s.vars[k] = v
+			s.exported[k] = true
+		} else {
+			s.exported[a] = true
+		}
+	}
+	return 0
+}
+
+func builtinLocal(s *shell, args []string, sio io3) int {
+	for _, a := range args[1:] {
+		if k, v, ok := strings.Cut(a, "="); ok {
+			s.vars[k] = v
+		} else if _, ok := s.vars[a]; !ok {
+			s.vars[a] = ""
+		}
+	}
+	return 0
+}
+
+func builtinUnset(s *shell, args []string, sio io3) int {
+	for _, a := range args[1:] {
+		if a == "-f" || a == "-v" {
+			continue
+		}
+		delete(s.vars, a)
+		delete(s.exported, a)
+		delete(s.funcs, a)
+	}
+	return 0
+}
+
+func builtinSet(s *shell, args []string, sio io3) int {
+	if len(args) == 1 {
+		keys := make([]string, 0, len(s.vars))
+		for k := range s.vars {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(sio.out, "%s='%s'\n", k, s.vars[k])
+		}
+		return 0
+	}
+	rest := args[1:]
+	for len(rest) > 0 {
+		a := rest[0]
+		if a == "--" {
+			rest = rest[1:]
+			s.params = append([]string(nil), rest...)
+			return 0
+		}
+		if len(a) < 2 || (a[0] != '-' && a[0] != '+') {
+			break
+		}
+		on := a[0] == '-'
+		if a[1:] == "o" && len(rest) > 1 {
+			switch rest[1] {
+			case "errexit":
+				s.errexit = on
+			case "xtrace":
+				s.xtrace = on
+			case "nounset":
+				s.nounset = on
+			}
+			rest = rest[2:]
+			continue
+		}
+		for _, f := range a[1:] {
+			switch f {
+			case 'e':
+				s.errexit = on
+			case 'x':
+				s.xtrace = on
+			case 'u':
+				s.nounset = on
+			}
+		}
+		rest = rest[1:]
+	}
+	if len(rest) > 0 {
+		s.params = append([]string(nil), rest...)
+	}
+	return 0
+}
+
+func builtinShift(s *shell, args []string, sio io3) int {
+	n := 1
+	if len(args) > 1 {
+		n, _ = strconv.Atoi(args[1])
+	}
+	if n > len(s.params) {
+		return 1
+	}
+	s.params = s.params[n:]
+	return 0
+}
+
+func builtinTrap(s *shell, args []string, sio io3) int {
+	s.sig.mu.Lock()
+	defer s.sig.mu.Unlock()
+	if len(args) == 1 {
+		names := make([]string, 0, len(s.sig.traps))
+		for k := range s.sig.traps {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			fmt.Fprintf(sio.out, "trap -- '%s' %s\n", s.sig.traps[k], k)
+		}
+		return 0
+	}
+	action := args[1]
+	sigs := args[2:]
+	if len(args) == 2 {
+		// "trap N": with only signals, reset them.
+		action, sigs = "-", args[1:]
+	}
+	for _, name := range sigs {
+		key := strings.TrimPrefix(strings.ToUpper(name), "SIG")
+		if key == "0" || key == "EXIT" {
+			key = "EXIT"
+		} else {
+			sig, ok := parseSignal(name)
+			if !ok {
+				fmt.Fprintf(sio.err, "%s: trap: %s: bad trap\n", s.arg0, name)
+				return 1
+			}
+			key = sigName(sig)
+		}
+		if action == "-" {
+			delete(s.sig.traps, key)
+		} else {
+			s.sig.traps[key] = action
+		}
+	}
+	return 0
+}
+
+// lineReader reads one byte at a time so it never consumes input meant for
+// the next reader of the same stream (an interactive shell's commands).
+type lineReader struct{ r io.Reader }
+
+func (l lineReader) readLine() (string, error) {
+	var b []byte
+	one := make([]byte, 1)
+	for {
+		n, err := l.r.Read(one)
+		if n == 1 {
+			b = append(b, one[0])
+			if one[0] == '\n' {
+				return string(b), nil
+			}
+		}
+		if err != nil {
+			return string(b), err
+		}
+	}
+}
+
+func builtinRead(s *shell, args []string, sio io3) int {
+	raw := false
+	var names []string
+	for i := 1; i < len(args); i++ {
+		switch args[i] {
+		case "-r":
+			raw = true
+		case "-p":
+			if i+1 < len(args) {
+				fmt.Fprint(sio.err, args[i+1])
+				i++
+			}
+		default:
+			names = append(names, args[i])
+		}
+	}
+	if len(names) == 0 {
+		names = []string{"REPLY"}
+	}
+	type res struct {
+		line string
+		err  error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		line, err := lineReader{sio.in}.readLine()
+		ch <- res{line, err}
+	}()
+	var r res
+	select {
+	case r = <-ch:
+	case <-s.p.t.ctx.Done():
+		return 1
+	}
+	line := strings.TrimSuffix(r.line, "\n")
+	if !raw {
+		line = strings.ReplaceAll(line, "\\", "")
+	}
+	fields := strings.Fields(line)
+	for i, n := range names {
+		switch {
+		case i == len(names)-1 && i < len(fields):
+			s.vars[n] = strings.Join(fields[i:], " ")
+		case i < len(fields):
+			s.vars[n] = fields[i]
+		default:
+			s.vars[n] = ""
+		}
+	}
+	if r.err != nil && r.line == "" {
+		return 1
+	}
+	return 0
+}
+
+func builtinWait(s *shell, args []string, sio io3) int {
+	s.jobsMu.Lock()
+	var jobs []*job
+	if len(args) > 1 {
+		for _, a := range args[1:] {
+			pid, _ := strconv.Atoi(a)
+			if j, ok := s.jobs[pid]; ok {
+				jobs = append(jobs, j)
+			} else {
+				s.jobsMu.Unlock()
+				fmt.Fprintf(sio.err, "%s: wait: pid %s is not a child of this shell\n", s.arg0, a)
+				return 127
+			}
+		}
+	} else {
+		for _, j := range s.jobs {
+			jobs = append(jobs, j)
+		}
+	}
+	s.jobsMu.Unlock()
+	st := 0
+	for _, j := range jobs {
+		select {
+		case <-j.done:
+			st = j.code
+			s.jobsMu.Lock()
+			delete(s.jobs, j.pid)
+			s.jobsMu.Unlock()
+		case sig := <-s.sig.pending:
+			// A trapped signal interrupts wait (POSIX): status 128+sig, then the trap runs.
+			s.sig.pending <- sig
+			return 128 + int(sig)
+		case <-s.p.t.ctx.Done():
+			return 1
+		}
+	}
+	return st
+}
+
+func builtinEval(s *shell, args []string, sio io3) int {
+	return s.evalString(strings.Join(args[1:], " "), sio)
+}
+
+func builtinSource(s *shell, args []string, sio io3) int {
+	if len(args) < 2 {
+		return 0
+	}
+	data, err := s.p.c.fs.ReadFile(s.p.absIn(s.dir, args[1]))
+	if err != nil {
+		fmt.Fprintf(sio.err, "%s: .: can't open '%s': %s\n", s.arg0, args[1], strerror(err))
+		return 2
+	}
+	return s.evalString(string(data), sio)
+}
+
+// builtinExec runs the command and then ends the shell with its status: the
+// command takes the shell's place, as far as anyone outside can tell.
+func builtinExec(s *shell, args []string, sio io3) int {
+	if len(args) == 1 {
+		// exec with only redirections: applied to the shell's own stdio.
+		s.io = sio
+		return 0
+	}
+	c := &simpleCmd{words: quoteAll(args[1:])}
+	st := s.runSimple(c, sio)
+	s.exitReq, s.exitCode = true, st
+	return st
+}
+
+func quoteAll(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return out
+}
+
+func builtinType(s *shell, args []string, sio io3) int {
+	rest := args[1:]
+	verbose := args[0] == "type"
+	if len(rest) > 0 && (rest[0] == "-v" || rest[0] == "-V") {
+		verbose = rest[0] == "-V"
+		rest = rest[1:]
+	} else if args[0] == "command" && len(rest) > 0 {
+		// command CMD ARGS runs CMD without function lookup.
+		c := &simpleCmd{words: quoteAll(rest)}
+		saved := s.funcs
+		s.funcs = map[string]command{}
+		st := s.runSimple(c, sio)
+		s.funcs = saved
+		return st
+	}
+	st := 0
+	for _, name := range rest {
+		_, isB := shellBuiltins[name]
+		_, isI := inlineApplets[name]
+		switch {
+		case isB || isI:
+			if verbose {
+				fmt.Fprintf(sio.out, "%s is a shell builtin\n", name)
+			} else {
+				fmt.Fprintln(sio.out, name)
+			}
+		default:
+			exe, err := s.p.c.lookPath(name, s.exportedEnv(nil), s.dir)
+			if err != nil {
+				if verbose {
+					fmt.Fprintf(sio.out, "%s: not found\n", name)
+				}
+				st = 1
+				continue
+			}
+			if verbose {
+				fmt.Fprintf(sio.out, "%s is %s\n", name, exe.path)
+			} else {
+				fmt.Fprintln(sio.out, exe.path)
+			}
+		}
+	}
+	return st
+}
+
+// appletSh is sh: -c STRING [ARG0 ARGS], a script file, or commands read
+// from stdin (with a "/ # " prompt on a TTY).
+func appletSh(p *proc) int {
+	s := newShell(p)
+	args := p.args[1:]
+	cmdMode := false
+	for len(args) > 0 && len(args[0]) > 1 && (args[0][0] == '-' || args[0][0] == '+') {
+		a := args[0]
+		args = args[1:]
+		if a == "--" || a == "-" {
+			break
+		}
+		on := a[0] == '-'
+		for _, f := range a[1:] {
+			switch f {
+			case 'c':
+				cmdMode = true
+			case 'e':
+				s.errexit = on
+			case 'x':
+				s.xtrace = on
+			case 'u':
+				s.nounset = on
+			}
+		}
+	}
+	var src string
+	switch {
+	case cmdMode:
+		if len(args) == 0 {
+			fmt.Fprintf(p.stderr, "%s: -c requires an argument\n", s.arg0)
+			return 2
+		}
+		src = args[0]
+		if len(args) > 1 {
+			s.arg0 = args[1]
+			s.params = args[2:]
+		}
+	case len(args) > 0:
+		data, err := p.c.fs.ReadFile(p.abs(args[0]))
+		if err != nil {
+			fmt.Fprintf(p.stderr, "%s: can't open '%s': %s\n", s.arg0, args[0], strerror(err))
+			return 2
+		}
+		src = string(data)
+		s.arg0 = args[0]
+		s.params = args[1:]
+	default:
+		return s.interactive()
+	}
+	l, err := parseScript(src)
+	if errors.Is(err, errIncomplete) {
+		err = &syntaxError{"unexpected end of file"}
+	}
+	if err != nil {
+		fmt.Fprintf(p.stderr, "%s: %v\n", s.arg0, err)
+		return 2
+	}
+	st := s.runList(l, s.io)
+	s.runPendingTraps()
+	if s.exitReq {
+		st = s.exitCode
+	}
+	s.exitCode = st
+	s.runExitTrap(s.io)
+	return s.exitCode
+}
+
+func (s *shell) prompt() string {
+	if v, ok := s.vars["PS1"]; ok {
+		return v
+	}
+	if s.p.t.id.UID == 0 {
+		return s.dir + " # "
+	}
+	return s.dir + " $ "
+}
+
+func (s *shell) interactive() int {
+	lr := lineReader{s.io.in}
+	var buf string
+	type res struct {
+		line string
+		err  error
+	}
+	for {
+		if s.p.tty {
+			if buf == "" {
+				fmt.Fprint(s.io.out, s.prompt())
+			} else {
+				fmt.Fprint(s.io.out, "> ")
+			}
+		}
+		ch := make(chan res, 1)
+		go func() {
+			l, err := lr.readLine()
+			ch <- res{l, err}
+		}()
+		var r res
+		select {
+		case r = <-ch:
+		case <-s.p.t.ctx.Done():
+			return s.status
+		}
+		if r.line == "" && r.err != nil {
+			break
+		}
+		buf += r.line
+		l, perr := parseScript(buf)
+		if errors.Is(perr, errIncomplete) && r.err == nil {
+			continue
+		}
+		buf = ""
+		if perr != nil {
+			fmt.Fprintf(s.io.err, "%s: %v\n", s.arg0, perr)
+			s.status = 2
+			continue
+		}
+		s.runList(l, s.io)
+		s.runPendingTraps()
+		if s.exitReq || s.p.t.ctx.Err() != nil || r.err != nil {
+			break
+		}
+	}
+	st := s.status
+	if s.exitReq {
+		st = s.exitCode
+	}
+	s.exitCode = st
+	s.runExitTrap(s.io)
+	return s.exitCode
+}

@@ -1,0 +1,395 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// task is one entry of a container's process table: the main process, an exec,
+// or a command a shell runs. Applets run as Go functions; a task's context is
+// cancelled, with an exitStatus cause, when the task is terminated by a signal.
+type task struct {
+	c       *container
+	pid     int
+	ppid    int
+	argv    []string
+	name    string // comm: what pgrep and pidof match (argv may be rewritten, as nginx does)
+	id      Identity
+	started time.Time
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	mem     uint64
+
+	mu sync.Mutex
+	// handler, when set, gets signals first (shell traps, servers); it returns
+	// false for a signal it does not handle.
+	handler func(sig syscall.Signal) bool
+	// fg is the foreground child of a shell, also signalled as part of the
+	// process group when the shell is.
+	fg     map[*task]bool
+	exited bool
+}
+
+// exitStatus is the cancellation cause of a terminated task.
+type exitStatus struct{ code int }
+
+func (e exitStatus) Error() string { return "exit status " + strconv.Itoa(e.code) }
+
+func exitCause(ctx context.Context) (int, bool) {
+	var es exitStatus
+	if errors.As(context.Cause(ctx), &es) {
+		return es.code, true
+	}
+	return 0, false
+}
+
+func (c *container) newTask(parent *task, argv []string, id Identity) (*task, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead && parent == nil {
+		return nil, ErrNotRunning
+	}
+	base := context.Background()
+	ppid := 0
+	if parent != nil {
+		base = parent.ctx
+		ppid = parent.pid
+	}
+	ctx, cancel := context.WithCancelCause(base)
+	t := &task{c: c, pid: c.nextPid, ppid: ppid, argv: append([]string(nil), argv...), name: comm(argv), id: id, started: time.Now(), ctx: ctx, cancel: cancel}
+	t.mem = appletMemory(argv)
+	c.nextPid++
+	c.tasks[t.pid] = t
+	return t, nil
+}
+
+// appletMemory is a plausible resident size for a process, so stats move when
+// processes come and go.
+func appletMemory(argv []string) uint64 {
+	if len(argv) == 0 {
+		return 0
+	}
+	switch base(argv[0]) {
+	case "nginx", "httpd", "httpd-foreground":
+		return 4 << 20
+	case "agnhost":
+		return 12 << 20
+	case "pause":
+		return 256 << 10
+	}
+	return 640 << 10
+}
+
+func (t *task) memory() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mem
+}
+
+func (t *task) exit(code int) {
+	t.cancel(exitStatus{code})
+	t.mu.Lock()
+	t.exited = true
+	t.mu.Unlock()
+	t.c.mu.Lock()
+	delete(t.c.tasks, t.pid)
+	t.c.mu.Unlock()
+}
+
+func (t *task) terminate(code int) {
+	t.cancel(exitStatus{code})
+}
+
+// ignoredByDefault are signals whose default action is to do nothing.
+func ignoredByDefault(sig syscall.Signal) bool {
+	switch sig {
+	case syscall.SIGCHLD, syscall.SIGWINCH, syscall.SIGURG, syscall.SIGCONT, 0:
+		return true
+	}
+	return false
+}
+
+// signal delivers sig to t (and, as a process group, to a shell's foreground
+// children). Stopping signals are not simulated and are ignored.
+func (t *task) signal(sig syscall.Signal) {
+	if sig == syscall.SIGKILL {
+		t.terminate(128 + int(sig))
+		return
+	}
+	if sig == syscall.SIGSTOP || sig == syscall.SIGTSTP || sig == syscall.SIGTTIN || sig == syscall.SIGTTOU {
+		return
+	}
+	t.mu.Lock()
+	h := t.handler
+	var fg []*task
+	for c := range t.fg {
+		fg = append(fg, c)
+	}
+	t.mu.Unlock()
+	for _, c := range fg {
+		c.signal(sig)
+	}
+	if h != nil && h(sig) {
+		return
+	}
+	if ignoredByDefault(sig) {
+		return
+	}
+	t.terminate(128 + int(sig))
+}
+
+func (t *task) setHandler(h func(sig syscall.Signal) bool) {
+	t.mu.Lock()
+	t.handler = h
+	t.mu.Unlock()
+}
+
+func (t *task) addFg(c *task) {
+	t.mu.Lock()
+	if t.fg == nil {
+		t.fg = map[*task]bool{}
+	}
+	t.fg[c] = true
+	t.mu.Unlock()
+}
+
+func (t *task) removeFg(c *task) {
+	t.mu.Lock()
+	delete(t.fg, c)
+	t.mu.Unlock()
+}
+
+// setArgv rewrites the command line shown in the process table (nginx and
+// other daemons overwrite their argv); the comm name stays.
+func (t *task) setArgv(argv []string) {
+	t.c.mu.Lock()
+	t.argv = argv
+	t.c.mu.Unlock()
+}
+
+func (c *container) task(pid int) *task {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tasks[pid]
+}
+
+// capNames are the Linux capabilities by number.
+var capNames = []string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL",
+	"CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE",
+	"CAP_NET_BROADCAST", "CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK", "CAP_IPC_OWNER",
+	"CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT", "CAP_SYS_PTRACE", "CAP_SYS_PACCT",
+	"CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE", "CAP_SYS_RESOURCE", "CAP_SYS_TIME",
+	"CAP_SYS_TTY_CONFIG", "CAP_MKNOD", "CAP_LEASE", "CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL",
+	"CAP_SETFCAP", "CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM",
+	"CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF", "CAP_CHECKPOINT_RESTORE",
+}
+
+// DefaultCapabilities is the set containerd grants a non-privileged container
+// (containerd pkg/oci/spec.go defaultUnixCaps).
+var DefaultCapabilities = []string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
+	"CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+	"CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
+}
+
+func normCap(s string) string {
+	s = strings.ToUpper(s)
+	if !strings.HasPrefix(s, "CAP_") {
+		s = "CAP_" + s
+	}
+	return s
+}
+
+// EffectiveCapabilities computes a container's capability set the way
+// containerd does from a CRI Capability (add, drop; "ALL" in either) and
+// privileged (all capabilities).
+func EffectiveCapabilities(add, drop []string, privileged bool) []string {
+	if privileged {
+		return append([]string(nil), capNames...)
+	}
+	set := map[string]bool{}
+	for _, c := range DefaultCapabilities {
+		set[c] = true
+	}
+	for _, d := range drop {
+		if strings.EqualFold(d, "ALL") {
+			set = map[string]bool{}
+		}
+	}
+	for _, a := range add {
+		if strings.EqualFold(a, "ALL") {
+			for _, c := range capNames {
+				set[c] = true
+			}
+		} else {
+			set[normCap(a)] = true
+		}
+	}
+	for _, d := range drop {
+		if !strings.EqualFold(d, "ALL") {
+			delete(set, normCap(d))
+		}
+	}
+	var out []string
+	for _, c := range capNames {
+		if set[c] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (id Identity) caps() []string {
+	if id.Privileged {
+		return capNames
+	}
+	if id.Capabilities == nil {
+		return DefaultCapabilities
+	}
+	return id.Capabilities
+}
+
+func (id Identity) hasCap(name string) bool {
+	for _, c := range id.caps() {
+		if normCap(c) == name {
+			return true
+		}
+	}
+	return false
+}
+
+func capMask(caps []string) uint64 {
+	var m uint64
+	for _, c := range caps {
+		for i, n := range capNames {
+			if n == normCap(c) {
+				m |= 1 << uint(i)
+			}
+		}
+	}
+	return m
+}
+
+func (id Identity) cred() cred {
+	gids := append([]int{id.GID}, id.AdditionalGIDs...)
+	return cred{uid: id.UID, gids: gids, dacOverride: id.UID == 0 && id.hasCap("CAP_DAC_OVERRIDE")}
+}
+
+// procPids lists the pid directories of /proc.
+func (c *container) procPids() []string {
+	var out []string
+	for _, p := range c.processes() {
+		out = append(out, strconv.Itoa(p.PID))
+	}
+	return out
+}
+
+// procFile synthesises /proc files (rel is below /proc; a trailing "/" asks
+// whether rel is a directory).
+func (c *container) procFile(rel string) ([]byte, bool) {
+	if dir, ok := strings.CutSuffix(rel, "/"); ok {
+		if pid, err := strconv.Atoi(dir); err == nil {
+			return nil, c.task(pid) != nil
+		}
+		return nil, false
+	}
+	switch rel {
+	case "uptime":
+		up := time.Since(c.cpuAt).Seconds()
+		return []byte(fmt.Sprintf("%.2f %.2f\n", up, up*2)), true
+	case "loadavg":
+		return []byte("0.08 0.03 0.01 1/120 42\n"), true
+	case "meminfo":
+		return []byte("MemTotal:        4030464 kB\nMemFree:         2015232 kB\nMemAvailable:    3022848 kB\n"), true
+	case "cpuinfo":
+		var b strings.Builder
+		for i := 0; i < c.spec.CPUs; i++ {
+			fmt.Fprintf(&b, "processor\t: %d\nmodel name\t: plugsim simulated CPU\n\n", i)
+		}
+		return []byte(b.String()), true
+	case "mounts", "self/mounts":
+		var b strings.Builder
+		ro := "rw"
+		if c.fs.cfg.ReadonlyRootfs {
+			ro = "ro"
+		}
+		fmt.Fprintf(&b, "overlay / overlay %s,relatime 0 0\nproc /proc proc rw,nosuid,nodev,noexec,relatime 0 0\n", ro)
+		for _, m := range c.fs.cfg.Mounts {
+			opt := "rw"
+			if m.Readonly {
+				opt = "ro"
+			}
+			fmt.Fprintf(&b, "/dev/root %s ext4 %s,relatime 0 0\n", m.ContainerPath, opt)
+		}
+		return []byte(b.String()), true
+	}
+	pidStr, file, ok := strings.Cut(rel, "/")
+	if !ok {
+		return nil, false
+	}
+	pid, err := strconv.Atoi(pidStr)
+	if err != nil {
+		return nil, false
+	}
+	t := c.task(pid)
+	if t == nil {
+		return nil, false
+	}
+	switch file {
+	case "cmdline":
+		return []byte(strings.Join(t.argv, "\x00") + "\x00"), true
+	case "comm":
+		return []byte(t.name + "\n"), true
+	case "environ":
+		return []byte(strings.Join(c.spec.Env, "\x00") + "\x00"), true
+	case "status":
+		return t.status(), true
+	case "mounts":
+		return c.procFile("mounts")
+	}
+	return nil, false
+}
+
+func comm(argv []string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	n := base(argv[0])
+	if len(n) > 15 {
+		n = n[:15]
+	}
+	return n
+}
+
+func (t *task) status() []byte {
+	id := t.id
+	bnd := capMask(id.caps())
+	eff := bnd
+	if id.UID != 0 {
+		eff = 0 // a non-root user keeps the bounding set but has no effective capabilities
+	}
+	groups := make([]string, 0, len(id.AdditionalGIDs))
+	for _, g := range id.AdditionalGIDs {
+		groups = append(groups, strconv.Itoa(g))
+	}
+	nnp := 0
+	if id.NoNewPrivs {
+		nnp = 1
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Name:\t%s\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t%d\nPid:\t%d\nPPid:\t%d\n", t.name, t.pid, t.pid, t.ppid)
+	fmt.Fprintf(&b, "Uid:\t%d\t%d\t%d\t%d\nGid:\t%d\t%d\t%d\t%d\nGroups:\t%s\n", id.UID, id.UID, id.UID, id.UID, id.GID, id.GID, id.GID, id.GID, strings.Join(groups, " "))
+	fmt.Fprintf(&b, "VmRSS:\t%d kB\nThreads:\t1\n", t.memory()/1024)
+	fmt.Fprintf(&b, "CapInh:\t%016x\nCapPrm:\t%016x\nCapEff:\t%016x\nCapBnd:\t%016x\nCapAmb:\t%016x\n", 0, eff, eff, bnd, 0)
+	// Seccomp 0: no filter is installed; the simulation never enforces seccomp,
+	// so it never claims to (see README).
+	fmt.Fprintf(&b, "NoNewPrivs:\t%d\nSeccomp:\t0\nSeccomp_filters:\t0\n", nnp)
+	return []byte(b.String())
+}

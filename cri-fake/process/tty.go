@@ -1,0 +1,119 @@
+package process
+
+import (
+	"bytes"
+	"io"
+	"sync"
+)
+
+// ttyReader is a tiny line discipline for TTY mode (there is no real pty):
+// canonical input with echo, CR -> LF, DEL/^H erase, ^U kill line, ^C sends
+// SIGINT to the process, ^D at the start of a line is end of input.
+type ttyReader struct {
+	in        io.Reader
+	echo      io.Writer
+	interrupt func()
+
+	mu    sync.Mutex
+	ready []byte // completed lines not yet read
+	line  []byte
+	eof   bool
+}
+
+func newTTY(in io.Reader, echo io.Writer) *ttyReader {
+	if in == nil {
+		in = bytes.NewReader(nil)
+	}
+	return &ttyReader{in: in, echo: echo}
+}
+
+func (t *ttyReader) Read(b []byte) (int, error) {
+	buf := make([]byte, 256)
+	for {
+		t.mu.Lock()
+		if len(t.ready) > 0 {
+			n := copy(b, t.ready)
+			t.ready = t.ready[n:]
+			t.mu.Unlock()
+			return n, nil
+		}
+		if t.eof {
+			t.mu.Unlock()
+			return 0, io.EOF
+		}
+		t.mu.Unlock()
+		n, err := t.in.Read(buf)
+		t.feed(buf[:n])
+		if err != nil {
+			t.mu.Lock()
+			t.ready = append(t.ready, t.line...)
+			t.line = nil
+			t.eof = true
+			t.mu.Unlock()
+		}
+	}
+}
+
+func (t *ttyReader) feed(data []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var echo []byte
+	for _, c := range data {
+		switch c {
+		case '\r', '\n':
+			t.line = append(t.line, '\n')
+			t.ready = append(t.ready, t.line...)
+			t.line = nil
+			echo = append(echo, '\r', '\n')
+		case 0x7f, 0x08:
+			if len(t.line) > 0 {
+				t.line = t.line[:len(t.line)-1]
+				echo = append(echo, '\b', ' ', '\b')
+			}
+		case 0x15: // ^U
+			for range t.line {
+				echo = append(echo, '\b', ' ', '\b')
+			}
+			t.line = nil
+		case 0x03: // ^C
+			t.line = nil
+			echo = append(echo, '^', 'C', '\r', '\n')
+			if t.interrupt != nil {
+				go t.interrupt()
+			}
+		case 0x04: // ^D
+			if len(t.line) == 0 {
+				t.eof = true
+			} else {
+				t.ready = append(t.ready, t.line...)
+				t.line = nil
+			}
+		default:
+			t.line = append(t.line, c)
+			echo = append(echo, c)
+		}
+	}
+	if len(echo) > 0 && t.echo != nil {
+		t.echo.Write(echo)
+	}
+}
+
+// crlfWriter turns LF into CRLF, as a terminal's ONLCR output flag does.
+type crlfWriter struct{ w io.Writer }
+
+func (c *crlfWriter) Write(b []byte) (int, error) {
+	if bytes.IndexByte(b, '\n') < 0 {
+		return c.w.Write(b)
+	}
+	out := make([]byte, 0, len(b)+8)
+	for i, ch := range b {
+		if ch == '\n' && (i == 0 || b[i-1] != '\r') {
+			out = append(out, '\r')
+		}
+		out = append(out, ch)
+	}
+	if _, err := c.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
