@@ -96,4 +96,3 @@ func TestContainerExitsOnItsOwn(t *testing.T) {
 		}
 	}
 }
-

@@ -101,15 +101,21 @@ func TestUnimplemented(t *testing.T) {
 			_, err := s.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"true"}})
 			return err
 		},
-		"Exec":        func() error { _, err := s.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: id}); return err },
-		"Attach":      func() error { _, err := s.Attach(ctx, &runtimeapi.AttachRequest{ContainerId: id}); return err },
-		"PortForward": func() error { _, err := s.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: pod}); return err },
+		"Exec":   func() error { _, err := s.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: id}); return err },
+		"Attach": func() error { _, err := s.Attach(ctx, &runtimeapi.AttachRequest{ContainerId: id}); return err },
+		"PortForward": func() error {
+			_, err := s.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: pod})
+			return err
+		},
 		"CheckpointContainer": func() error {
 			_, err := s.CheckpointContainer(ctx, &runtimeapi.CheckpointContainerRequest{ContainerId: id})
 			return err
 		},
-		"CheckpointPod": func() error { _, err := s.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: pod}); return err },
-		"RestorePod":    func() error { _, err := s.RestorePod(ctx, &runtimeapi.RestorePodRequest{}); return err },
+		"CheckpointPod": func() error {
+			_, err := s.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: pod})
+			return err
+		},
+		"RestorePod": func() error { _, err := s.RestorePod(ctx, &runtimeapi.RestorePodRequest{}); return err },
 		"ListMetricDescriptors": func() error {
 			_, err := s.ListMetricDescriptors(ctx, &runtimeapi.ListMetricDescriptorsRequest{})
 			return err
