@@ -16,7 +16,7 @@ const (
 	boxH      = 40
 	rowH      = 34
 	sectionH  = 28
-	legendH   = 40
+	legendH   = 76
 	maxEvents = 600 // a kubelet load trace is cut here; the text trace has everything
 )
 
@@ -108,16 +108,10 @@ func SVG(title, subtitle string, sections []Section) []byte {
   .box { font-size: 14px; font-weight: bold; }
   .step { font-size: 13px; font-weight: bold; }
   .call { font-size: 12.5px; font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; }
-  .dur { font-size: 11px; fill: #57606a; }
   .err { font-size: 11.5px; fill: #cf222e; font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; }
   .note { font-size: 12px; fill: #57606a; font-style: italic; }
 </style>
 `)
-	b.WriteString("<defs>\n")
-	for _, c := range []string{"#1f6feb", "#d9480f", "#8250df", "#57606a", "#cf222e"} {
-		fmt.Fprintf(&b, `<marker id="a%s" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="%s"/></marker>`+"\n", c[1:], c)
-	}
-	b.WriteString("</defs>\n")
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
 	fmt.Fprintf(&b, `<text x="%d" y="30" class="title">%s</text>`+"\n", margin, esc(oneLine(title, 120)))
 	if subtitle != "" {
@@ -135,25 +129,29 @@ func SVG(title, subtitle string, sections []Section) []byte {
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" class="box">%s</text>`+"\n", x[p], headerH+25, esc(p))
 	}
 	b.WriteString(body.String())
-	// Legend: which colour is which interface.
-	ly := height - legendH + 4
-	lx := margin
+	// Legend: which colour is which interface, one per row so it fits any width.
+	ly := height - legendH - margin/2 + 14
 	for _, l := range []struct{ iface, text string }{
-		{trace.CRI, "CRI: kubelet → container runtime (gRPC)"},
-		{trace.CNI, "CNI: runtime → network plugins (exec)"},
-		{trace.CSI, "CSI: kubelet and sidecars → storage driver (gRPC)"},
+		{trace.CRI, "CRI: kubelet → container runtime (gRPC over a unix socket)"},
+		{trace.CNI, "CNI: runtime → network plugin binaries (exec, config on stdin), dashed"},
+		{trace.CSI, "CSI: kubelet and CSI sidecars → storage driver (gRPC over a unix socket)"},
+		{"", "red: the call failed, with its gRPC code or CNI error number"},
 	} {
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2.5"/>`+"\n", lx, ly, lx+26, ly, colour(l.iface))
-		fmt.Fprintf(&b, `<text x="%d" y="%d" class="subtitle">%s</text>`+"\n", lx+32, ly+4, esc(l.text))
-		lx += 32 + 8*len(l.text)
+		c := colour(l.iface)
+		if l.iface == "" {
+			c = "#cf222e"
+		}
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"/>`+"\n", margin, ly-4, margin+26, ly-4, c)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" class="subtitle">%s</text>`+"\n", margin+34, ly, esc(l.text))
+		ly += 17
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" class="subtitle">red arrow: the call failed, with its gRPC or CNI error code</text>`+"\n", margin, ly+22)
 	b.WriteString("</svg>\n")
 	return []byte(b.String())
 }
 
 // arrow draws one call (and the chained CNI plugins after it) starting at row y, returning the
-// next row's y.
+// next row's y. Arrowheads are drawn as polygons rather than SVG markers, and each label is one
+// plain text element, so simple renderers (ImageMagick's, librsvg) draw the same as a browser.
 func arrow(b *strings.Builder, x map[string]int, y int, ev trace.Event) int {
 	from, to := x[Caller(ev)], x[Callee(ev)]
 	failed := ev.Code != "" && ev.Code != "OK"
@@ -166,35 +164,44 @@ func arrow(b *strings.Builder, x map[string]int, y int, ev trace.Event) int {
 	if ev.Interface == trace.CNI {
 		label = "CNI " + ev.Method
 	}
-	mid := (from + to) / 2
-	dash := ""
-	if ev.Interface == trace.CNI {
-		dash = ` stroke-dasharray="7 3"` // exec, not gRPC
-	}
-	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s marker-end="url(#a%s)"/>`+"\n",
-		from, ay, to-sign(to-from)*2, ay, c, dash, c[1:])
-	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" class="call">%s <tspan class="dur">%s</tspan></text>`+"\n",
-		mid, ay-6, esc(label), esc(Ms(ev.Duration())))
+	line(b, from, to, ay, c, ev.Interface == trace.CNI)
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" class="call">%s  %s</text>`+"\n",
+		(from+to)/2, ay-7, esc(label), esc(Ms(ev.Duration())))
 	y += rowH
 	if failed {
 		msg := ev.Code
 		if ev.Error != "" {
 			msg += ": " + ev.Error
 		}
-		fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" class="err">✗ %s</text>`+"\n", mid, y-4, esc(oneLine(msg, 70)))
-		y += 12
+		fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" class="err">✗ %s</text>`+"\n", (from+to)/2, ay+15, esc(oneLine(msg, 80)))
+		y += 10
 	}
 	prev := to
 	for _, p := range Chain(ev) {
 		ny := y + 22
-		fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2" stroke-dasharray="7 3" marker-end="url(#a%s)"/>`+"\n",
-			prev, ny, x[p]-sign(x[p]-prev)*2, ny, colour(trace.CNI), colour(trace.CNI)[1:])
-		fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" class="call">%s <tspan class="dur">chained</tspan></text>`+"\n",
-			(prev+x[p])/2, ny-6, esc("CNI "+ev.Method))
+		line(b, prev, x[p], ny, colour(trace.CNI), true)
+		fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" class="call">%s  (chained)</text>`+"\n",
+			(prev+x[p])/2, ny-7, esc("CNI "+ev.Method))
 		prev = x[p]
 		y += rowH
 	}
 	return y
+}
+
+// line draws a horizontal arrow from x1 to x2 at y with a filled head; dashed for exec (CNI).
+func line(b *strings.Builder, x1, x2, y int, c string, dashed bool) {
+	dir := sign(x2 - x1)
+	if dir == 0 {
+		dir = 1
+	}
+	tip := x2 - dir*2
+	base := tip - dir*10
+	dash := ""
+	if dashed {
+		dash = ` stroke-dasharray="7 3"`
+	}
+	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`+"\n", x1, y, base, y, c, dash)
+	fmt.Fprintf(b, `<polygon points="%d,%d %d,%d %d,%d" fill="%s"/>`+"\n", tip, y, base, y-5, base, y+5, c)
 }
 
 func sign(n int) int {

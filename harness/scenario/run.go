@@ -447,6 +447,10 @@ func (r *runner) nodeCall(ctx context.Context, st *Step) outcome {
 		if err := os.Rename(tmp, req.Path); err != nil {
 			return outcome{err: err}
 		}
+	case "MakeDir":
+		if err := os.MkdirAll(req.Path, 0o750); err != nil {
+			return outcome{err: err}
+		}
 	case "RemoveFile":
 		if err := os.Remove(req.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return outcome{err: err}

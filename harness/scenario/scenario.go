@@ -48,7 +48,10 @@ type Scenario struct {
 	Name        string
 	Description string
 	Setup       Setup
-	Steps       []*Step
+	// Requires names what the node must have for the scenario to mean anything: "portmap" (the
+	// real portmap plugin in the chain, which needs root). Without it the scenario is skipped.
+	Requires []string
+	Steps    []*Step
 }
 
 // Setup says how the harness wires the fakes when it starts them itself for this scenario. It is
@@ -325,7 +328,15 @@ func (p *parser) scenario(doc *yaml.Node) *Scenario {
 		"name":        func(_, v *yaml.Node) { sc.Name = p.str(v, "name") },
 		"description": func(_, v *yaml.Node) { sc.Description = p.str(v, "description") },
 		"setup":       func(_, v *yaml.Node) { p.setup(v, &sc.Setup) },
-		"steps":       func(_, v *yaml.Node) { stepsNode = v },
+		"requires": func(_, v *yaml.Node) {
+			sc.Requires = p.strings(v, "requires")
+			for i, r := range sc.Requires {
+				if r != "portmap" && p.err == nil {
+					p.fail(v.Content[i], "requires", "unknown requirement %q (known: portmap)", r)
+				}
+			}
+		},
+		"steps": func(_, v *yaml.Node) { stepsNode = v },
 	})
 	if p.err != nil {
 		return sc
@@ -372,6 +383,7 @@ func (p *parser) setup(n *yaml.Node, s *Setup) {
 // Node calls and their request fields.
 var nodeCalls = map[string][]string{
 	"WriteFile":  {"path", "content"},
+	"MakeDir":    {"path"},
 	"RemoveFile": {"path"},
 	"Sleep":      {"duration"},
 }

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/plugsim/plugsim/harness/diagram"
+	"github.com/plugsim/plugsim/harness/wiring"
+)
+
+func cmdUp(args []string) error {
+	fs := newFlags("up", "[--dir DIR] [flags]", `Starts cri-fake (CNI conf dir with the cni-fake → portmap conflist, bin dir with both plugins) and
+csi-fake (node plugin and controller plugin sockets) under DIR, writes DIR/crictl.yaml and
+DIR/harness.json, prints the endpoints, and stays up until interrupted or 'harness down --dir DIR'.
+With --follow it prints every boundary crossing as it happens: point crictl or a kubelet at the
+CRI endpoint and watch.
+`)
+	dir := fs.String("dir", "/tmp/plugsim", "directory for the sockets, configuration and traces")
+	follow := fs.Bool("follow", true, "print each call as it crosses a boundary")
+	noPortmap := fs.Bool("no-portmap", false, "leave portmap out of the CNI chain")
+	binDir := fs.String("bin-dir", "", "directory holding cni-fake and portmap (default $PLUGSIM_BIN, or beside the harness binary)")
+	cni := fs.String("cni", "default", "default (the cni-fake → portmap conflist) or none (an empty conf dir: NetworkReady=false)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	t := target{noPortmap: *noPortmap, binDir: *binDir}
+	if err := t.prepare(); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	if st, err := wiring.ReadState(abs); err == nil && processAlive(st.PID) {
+		return fmt.Errorf("a node is already up in %s (pid %d): stop it with `harness down --dir %s`", abs, st.PID, abs)
+	}
+	n, err := wiring.StartNode(wiring.Options{Dir: abs, CNI: *cni, Portmap: t.portmapOK, BinDir: *binDir, Admin: true})
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	if err := n.WriteState(); err != nil {
+		return err
+	}
+	defer os.Remove(filepath.Join(abs, wiring.StateFile))
+	chain := "cni-fake → portmap"
+	if !n.Portmap {
+		chain = "cni-fake (portmap left out: " + t.portmapWhy + ")"
+	}
+	if *cni == "none" {
+		chain = "none: the conf dir is empty, so the runtime reports NetworkReady=false"
+	}
+	fmt.Printf(`plugsim node up in %s (pid %d)
+  CRI endpoint         %s
+  CSI node plugin      %s
+  CSI controller       %s
+  CNI conf dir         %s
+  CNI bin dir          %s
+  CNI chain            %s
+  admin sockets        %s  %s
+  traces               %s/var/log/plugsim/{cri,csi,cni}.jsonl
+  crictl               crictl --config %s/crictl.yaml pods
+Stop with Ctrl-C or 'harness down --dir %s'.
+`, abs, os.Getpid(), n.CRIEndpoint, n.CSIEndpoint, n.CSIControllerEndpoint, n.CNIConfDir, n.CNIBinDir, chain,
+		n.CRIAdmin, n.CSIAdmin, abs, abs, abs)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	col := n.Collector()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case s := <-sig:
+			fmt.Printf("%s: stopping the fakes\n", s)
+			return nil
+		case <-tick.C:
+			if !*follow {
+				continue
+			}
+			evs, _ := col.Next()
+			for _, ev := range diagram.FoldCNI(evs) {
+				fmt.Printf("%s  %s\n", ev.Time.Format("15:04:05.000"), diagram.Line(ev))
+			}
+		}
+	}
+}
+
+func cmdDown(args []string) error {
+	fs := newFlags("down", "[--dir DIR]", "Stops the node 'harness up --dir DIR' started and waits until it has gone.\n")
+	dir := fs.String("dir", "/tmp/plugsim", "the directory given to 'harness up'")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	st, err := wiring.ReadState(*dir)
+	if err != nil {
+		return err
+	}
+	if !processAlive(st.PID) {
+		os.Remove(filepath.Join(*dir, wiring.StateFile))
+		fmt.Printf("the node in %s was not running any more (pid %d); cleaned up its state file\n", *dir, st.PID)
+		return nil
+	}
+	p, err := os.FindProcess(st.PID)
+	if err != nil {
+		return err
+	}
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if !processAlive(st.PID) {
+			fmt.Printf("stopped the node in %s (pid %d)\n", *dir, st.PID)
+			return nil
+		}
+	}
+	return errors.New("the node did not stop within 10s")
+}
+
+// processAlive reports whether a process exists (signal 0 checks without sending anything).
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	return p.Signal(syscall.Signal(0)) == nil
+}

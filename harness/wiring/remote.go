@@ -1,0 +1,147 @@
+package wiring
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"google.golang.org/grpc"
+
+	"github.com/plugsim/plugsim/harness/call"
+	"github.com/plugsim/plugsim/harness/collect"
+	"github.com/plugsim/plugsim/harness/scenario"
+	"github.com/plugsim/plugsim/internal/admin"
+)
+
+// StateFile is where `harness up` describes the running node, for `harness down` and for
+// `harness run --dir`.
+const StateFile = "harness.json"
+
+// State describes a node brought up by `harness up`.
+type State struct {
+	PID                   int               `json:"pid"`
+	Dir                   string            `json:"dir"`
+	CRIEndpoint           string            `json:"criEndpoint"`
+	CSIEndpoint           string            `json:"csiEndpoint,omitempty"`
+	CSIControllerEndpoint string            `json:"csiControllerEndpoint,omitempty"`
+	CRIAdmin              string            `json:"criAdmin,omitempty"`
+	CSIAdmin              string            `json:"csiAdmin,omitempty"`
+	CNIConfDir            string            `json:"cniConfDir"`
+	CNIBinDir             string            `json:"cniBinDir"`
+	CNILog                string            `json:"cniLog"`
+	Portmap               bool              `json:"portmap"`
+	Vars                  map[string]string `json:"vars"`
+}
+
+// State returns the description of this node.
+func (n *Node) State() State {
+	return State{
+		PID: os.Getpid(), Dir: n.Dir,
+		CRIEndpoint: n.CRIEndpoint, CSIEndpoint: n.CSIEndpoint, CSIControllerEndpoint: n.CSIControllerEndpoint,
+		CRIAdmin: n.CRIAdmin, CSIAdmin: n.CSIAdmin,
+		CNIConfDir: n.CNIConfDir, CNIBinDir: n.CNIBinDir, CNILog: n.CNILog, Portmap: n.Portmap,
+		Vars: n.Vars(),
+	}
+}
+
+// WriteState writes DIR/harness.json.
+func (n *Node) WriteState() error {
+	b, err := json.MarshalIndent(n.State(), "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(n.Dir, StateFile), append(b, '\n'), 0o644)
+}
+
+// ReadState reads DIR/harness.json.
+func ReadState(dir string) (*State, error) {
+	b, err := os.ReadFile(filepath.Join(dir, StateFile))
+	if err != nil {
+		return nil, fmt.Errorf("no node is up in %s (start one with `harness up --dir %s`): %w", dir, dir, err)
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, StateFile), err)
+	}
+	return &s, nil
+}
+
+// Remote is a scenario environment on endpoints this process did not start: a node from
+// `harness up`, or any CRI runtime and CSI driver.
+type Remote struct {
+	Env   *scenario.Env
+	conns []*grpc.ClientConn
+}
+
+// Close closes the connections.
+func (r *Remote) Close() {
+	for _, c := range r.conns {
+		c.Close()
+	}
+}
+
+// Attach connects to the endpoints in s. Traces come from the admin sockets and the CNI log when
+// there are any; otherwise the harness draws the calls it makes itself.
+func Attach(s State) (*Remote, error) {
+	r := &Remote{Env: &scenario.Env{Vars: map[string]string{}, Faults: map[string]scenario.FaultTarget{}}}
+	for k, v := range s.Vars {
+		r.Env.Vars[k] = v
+	}
+	dial := func(ep string) (*grpc.ClientConn, error) {
+		if ep == "" {
+			return nil, nil
+		}
+		c, err := call.Dial(ep)
+		if err == nil {
+			r.conns = append(r.conns, c)
+		}
+		return c, err
+	}
+	var err error
+	var cri, csiNode, csiCtrl *grpc.ClientConn
+	if cri, err = dial(s.CRIEndpoint); err != nil {
+		return nil, err
+	}
+	if cri != nil {
+		r.Env.CRI = cri
+	}
+	if csiNode, err = dial(s.CSIEndpoint); err != nil {
+		return nil, err
+	}
+	if csiNode != nil {
+		r.Env.CSINode, r.Env.CSIController = csiNode, csiNode
+	}
+	if csiCtrl, err = dial(s.CSIControllerEndpoint); err != nil {
+		return nil, err
+	}
+	if csiCtrl != nil {
+		r.Env.CSIController = csiCtrl
+	}
+	if s.CNIConfDir != "" {
+		r.Env.CNI = &scenario.CNIEnv{ConfDir: s.CNIConfDir, BinDirs: []string{s.CNIBinDir}, CacheDir: filepath.Join(s.Dir, "var/lib/cni/cache")}
+	}
+	var sources []collect.Source
+	for _, a := range []struct{ name, ep, target string }{{"cri-fake", s.CRIAdmin, scenario.CRI}, {"csi-fake", s.CSIAdmin, scenario.CSI}} {
+		if a.ep == "" {
+			continue
+		}
+		src, err := collect.Admin(a.name, a.ep)
+		if err != nil {
+			return nil, err
+		}
+		sources = append(sources, src)
+		c, err := admin.NewClient(a.ep)
+		if err != nil {
+			return nil, err
+		}
+		r.Env.Faults[a.target] = c
+	}
+	if s.CNILog != "" {
+		sources = append(sources, collect.File("cni-fake", s.CNILog, false))
+	}
+	if len(sources) > 0 {
+		r.Env.Trace = &collect.Collector{Sources: sources}
+	}
+	return r, nil
+}

@@ -1,0 +1,428 @@
+// Package wiring starts the three fakes as one node would have them: cri-fake with a CNI conf dir
+// holding the cni-fake → portmap conflist and a bin dir holding the plugin binaries, and csi-fake
+// serving the node plugin on one socket and the controller plugin on another, all under one
+// directory laid out like a node:
+//
+//	DIR/run/cri.sock             the CRI endpoint (containerRuntimeEndpoint)
+//	DIR/run/csi/csi.sock         the CSI node plugin (the DaemonSet's socket)
+//	DIR/run/csi/controller.sock  the CSI controller plugin (the Deployment's socket)
+//	DIR/etc/cni/net.d/           CNI configuration (first file in name order wins)
+//	DIR/opt/cni/bin/             CNI plugin binaries (cni-fake, portmap)
+//	DIR/var/log/plugsim/         trace files: cni.jsonl (cni-fake), cri.jsonl, csi.jsonl
+//	DIR/var/lib/kubelet/         where the kubelet's staging and target paths go
+//	DIR/crictl.yaml              crictl --config DIR/crictl.yaml ps
+//
+// Start does it in-process for a Go test; the harness command does it for `harness up` and for
+// every scenario `harness run` executes.
+package wiring
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	criserver "github.com/plugsim/plugsim/cri-fake/server"
+	"github.com/plugsim/plugsim/csi-fake/driver"
+	csiserver "github.com/plugsim/plugsim/csi-fake/server"
+	"github.com/plugsim/plugsim/harness/call"
+	"github.com/plugsim/plugsim/harness/collect"
+	"github.com/plugsim/plugsim/harness/scenario"
+	"github.com/plugsim/plugsim/internal/faults"
+	"github.com/plugsim/plugsim/internal/trace"
+)
+
+// Options choose what the node looks like.
+type Options struct {
+	// Dir holds everything; empty means a temp dir (t.TempDir() in Start).
+	Dir string
+	// CNI is "default" (the cni-fake conflist) or "none" (an empty conf dir).
+	CNI string
+	// Portmap chains the real portmap plugin after cni-fake, as Calico's conflist does. portmap
+	// writes iptables rules in the network namespace the runtime runs in, so only set it when this
+	// process runs in a network namespace of its own (the harness command does that as root).
+	Portmap bool
+	// BinDir has the cni-fake (and portmap) binaries; empty means $PLUGSIM_BIN, then the directory
+	// of the running executable, then (in tests) cni-fake is built into a temp dir.
+	BinDir string
+	// RuntimeHandlers accepted by cri-fake (default runc).
+	RuntimeHandlers []string
+	// CSI configures csi-fake.
+	CSI CSIOptions
+	// NoCSI leaves csi-fake out.
+	NoCSI bool
+	// Admin serves each fake's admin API (trace, fault rules) on DIR/run/cri-admin.sock and
+	// DIR/run/csi-admin.sock, for other processes (`harness run --dir`, curl).
+	Admin bool
+	// TraceCapacity bounds the in-memory trace of each fake (0: the default ring; a load run
+	// wants a small one).
+	TraceCapacity int
+}
+
+// CSIOptions configure csi-fake.
+type CSIOptions struct {
+	DriverName    string // default csi.plugsim.dev
+	NodeID        string // default plugsim-node
+	EphemeralOnly bool
+	NoAttach      bool
+}
+
+// Node is a running set of fakes with clients connected to them.
+type Node struct {
+	Dir        string
+	CNIConfDir string
+	CNIBinDir  string
+	CNILog     string
+	KubeletDir string
+
+	CRI *criserver.Server
+	CSI *csiserver.Server
+
+	CRIEndpoint           string
+	CSIEndpoint           string // the node plugin's socket (serves every service)
+	CSIControllerEndpoint string // the controller plugin's socket ("" when ephemeral-only)
+
+	// CRIAdmin and CSIAdmin are the admin sockets ("" without Options.Admin).
+	CRIAdmin string
+	CSIAdmin string
+	// Portmap says whether portmap is chained after cni-fake.
+	Portmap bool
+
+	CRIConn           *grpc.ClientConn
+	CSIConn           *grpc.ClientConn
+	CSIControllerConn *grpc.ClientConn
+
+	Runtime    runtimeapi.RuntimeServiceClient
+	Images     runtimeapi.ImageServiceClient
+	Identity   csi.IdentityClient
+	Controller csi.ControllerClient
+	NodeClient csi.NodeClient
+
+	opts      Options
+	tmp       string
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start brings a node up in-process for a test and tears it down with t.Cleanup.
+func Start(t testing.TB, o Options) *Node {
+	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	if o.BinDir == "" && FindBinDir("") == "" {
+		o.BinDir = buildCNIFake(t)
+	}
+	n, err := StartNode(o)
+	if err != nil {
+		t.Fatalf("start the fakes: %v", err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// buildCNIFake builds the cni-fake plugin once per test binary.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func buildCNIFake(t testing.TB) string {
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "plugsim-bin-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "cni-fake"), "github.com/plugsim/plugsim/cni-fake").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("go build cni-fake: %v\n%s", err, out)
+		}
+		built.dir = dir
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.dir
+}
+
+// FindBinDir finds the directory holding cni-fake: given, $PLUGSIM_BIN, or the running
+// executable's directory (bin/harness sits beside bin/cni-fake).
+func FindBinDir(given string) string {
+	cands := []string{given, os.Getenv("PLUGSIM_BIN")}
+	if exe, err := os.Executable(); err == nil {
+		cands = append(cands, filepath.Dir(exe))
+	}
+	for _, d := range cands {
+		if d == "" {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(d, "cni-fake")); err == nil && !fi.IsDir() {
+			return d
+		}
+	}
+	return ""
+}
+
+// StartNode brings a node up in-process; Close tears it down.
+func StartNode(o Options) (_ *Node, retErr error) {
+	if o.CNI == "" {
+		o.CNI = "default"
+	}
+	n := &Node{opts: o}
+	defer func() {
+		if retErr != nil {
+			n.Close()
+		}
+	}()
+	if o.Dir == "" {
+		d, err := os.MkdirTemp("", "plugsim-node-")
+		if err != nil {
+			return nil, err
+		}
+		n.tmp, o.Dir = d, d
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	n.Dir = dir
+	n.CNIConfDir = filepath.Join(dir, "etc/cni/net.d")
+	n.CNIBinDir = filepath.Join(dir, "opt/cni/bin")
+	n.CNILog = filepath.Join(dir, "var/log/plugsim/cni.jsonl")
+	n.KubeletDir = filepath.Join(dir, "var/lib/kubelet")
+	for _, d := range []string{n.CNIConfDir, n.CNIBinDir, filepath.Dir(n.CNILog), n.KubeletDir, filepath.Join(dir, "run/csi")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := n.installPlugins(o); err != nil {
+		return nil, err
+	}
+	if o.CNI == "default" {
+		if err := os.WriteFile(filepath.Join(n.CNIConfDir, "10-plugsim.conflist"), Conflist("plugsim", "10.88.0.0/16", n.CNILog, filepath.Join(dir, "var/lib/cni"), o.Portmap), 0o644); err != nil {
+			return nil, err
+		}
+	}
+
+	n.Portmap = o.Portmap && o.CNI == "default"
+	if o.Admin {
+		n.CRIAdmin = "unix://" + filepath.Join(dir, "run/cri-admin.sock")
+		if !o.NoCSI {
+			n.CSIAdmin = "unix://" + filepath.Join(dir, "run/csi-admin.sock")
+		}
+	}
+	n.CRIEndpoint = "unix://" + filepath.Join(dir, "run/cri.sock")
+	n.CRI, err = criserver.Start(criserver.Options{
+		AdminSocket:     n.CRIAdmin,
+		TraceCapacity:   o.TraceCapacity,
+		Endpoint:        n.CRIEndpoint,
+		RootDir:         filepath.Join(dir, "var/lib/cri-fake"),
+		CNIConfDir:      n.CNIConfDir,
+		CNIBinDirs:      []string{n.CNIBinDir},
+		RuntimeHandlers: o.RuntimeHandlers,
+		TraceFile:       filepath.Join(dir, "var/log/plugsim/cri.jsonl"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cri-fake: %w", err)
+	}
+	if n.CRIConn, err = call.Dial(n.CRIEndpoint); err != nil {
+		return nil, err
+	}
+	n.Runtime = runtimeapi.NewRuntimeServiceClient(n.CRIConn)
+	n.Images = runtimeapi.NewImageServiceClient(n.CRIConn)
+
+	if !o.NoCSI {
+		c := o.CSI
+		if c.NodeID == "" {
+			c.NodeID = "plugsim-node"
+		}
+		n.CSIEndpoint = "unix://" + filepath.Join(dir, "run/csi/csi.sock")
+		var rec *trace.Recorder
+		if o.TraceCapacity != 0 {
+			if rec, err = trace.New(trace.Options{Capacity: o.TraceCapacity}); err != nil {
+				return nil, err
+			}
+		}
+		copts := csiserver.Options{
+			Recorder:      rec,
+			AdminSocket:   n.CSIAdmin,
+			Endpoint:      n.CSIEndpoint,
+			DriverName:    c.DriverName,
+			NodeID:        c.NodeID,
+			Mode:          driver.ModeAll,
+			StateDir:      filepath.Join(dir, "var/lib/csi-fake"),
+			EphemeralOnly: c.EphemeralOnly,
+			NoAttach:      c.NoAttach,
+			TraceFile:     filepath.Join(dir, "var/log/plugsim/csi.jsonl"),
+		}
+		if !c.EphemeralOnly {
+			n.CSIControllerEndpoint = "unix://" + filepath.Join(dir, "run/csi/controller.sock")
+			copts.ControllerEndpoint = n.CSIControllerEndpoint
+		}
+		if n.CSI, err = csiserver.Start(copts); err != nil {
+			return nil, fmt.Errorf("csi-fake: %w", err)
+		}
+		if n.CSIConn, err = call.Dial(n.CSIEndpoint); err != nil {
+			return nil, err
+		}
+		n.CSIControllerConn = n.CSIConn
+		if n.CSIControllerEndpoint != "" {
+			if n.CSIControllerConn, err = call.Dial(n.CSIControllerEndpoint); err != nil {
+				return nil, err
+			}
+		}
+		n.Identity = csi.NewIdentityClient(n.CSIConn)
+		n.Controller = csi.NewControllerClient(n.CSIControllerConn)
+		n.NodeClient = csi.NewNodeClient(n.CSIConn)
+	}
+	if err := WriteCrictlConfig(filepath.Join(dir, "crictl.yaml"), n.CRIEndpoint); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// installPlugins links the plugin binaries into the CNI bin dir, the way a CNI installer fills
+// /opt/cni/bin.
+func (n *Node) installPlugins(o Options) error {
+	src := FindBinDir(o.BinDir)
+	if src == "" {
+		return errors.New("cni-fake binary not found: run `make build` (or set PLUGSIM_BIN to the directory holding it)")
+	}
+	plugins := []string{"cni-fake"}
+	if o.Portmap {
+		plugins = append(plugins, "portmap")
+	}
+	for _, p := range plugins {
+		from := filepath.Join(src, p)
+		if _, err := os.Stat(from); err != nil {
+			return fmt.Errorf("CNI plugin %s not found in %s: run `make build tools`", p, src)
+		}
+		to := filepath.Join(n.CNIBinDir, p)
+		os.Remove(to)
+		if err := os.Symlink(from, to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Conflist is the network configuration the harness installs: cni-fake with its own IPAM,
+// logging each invocation to logFile, then (withPortmap) portmap for hostPort mappings. It has the
+// shape of Calico's 10-calico.conflist in the source note: the main plugin, then portmap.
+func Conflist(name, subnet, logFile, dataDir string, withPortmap bool) []byte {
+	portmap := ""
+	if withPortmap {
+		portmap = `,
+    {
+      "type": "portmap",
+      "snat": true,
+      "capabilities": { "portMappings": true }
+    }`
+	}
+	return fmt.Appendf(nil, `{
+  "cniVersion": "1.1.0",
+  "name": %q,
+  "plugins": [
+    {
+      "type": "cni-fake",
+      "mode": "fake",
+      "dataDir": %q,
+      "logFile": %q,
+      "capabilities": { "dns": true },
+      "ipam": {
+        "type": "cni-fake",
+        "ranges": [[{ "subnet": %q }]],
+        "routes": [{ "dst": "0.0.0.0/0" }]
+      }
+    }%s
+  ]
+}
+`, name, dataDir, logFile, subnet, portmap)
+}
+
+// WriteCrictlConfig writes a crictl config pointing at the endpoint.
+func WriteCrictlConfig(path, ep string) error {
+	return os.WriteFile(path, fmt.Appendf(nil, "runtime-endpoint: %s\nimage-endpoint: %s\ntimeout: 10\ndebug: false\n", ep, ep), 0o644)
+}
+
+// Collector follows the three fakes' traces from now on: cri-fake's and csi-fake's recorders and
+// cni-fake's log file.
+func (n *Node) Collector() *collect.Collector {
+	c := &collect.Collector{Sources: []collect.Source{collect.Recorder("cri-fake", n.CRI.Recorder()), collect.File("cni-fake", n.CNILog, false)}}
+	if n.CSI != nil {
+		c.Sources = append(c.Sources, collect.Recorder("csi-fake", n.CSI.Recorder()))
+	}
+	return c
+}
+
+// Env is a scenario environment on this node.
+func (n *Node) Env() *scenario.Env {
+	env := &scenario.Env{
+		CRI:    n.CRIConn,
+		CNI:    &scenario.CNIEnv{ConfDir: n.CNIConfDir, BinDirs: []string{n.CNIBinDir}, CacheDir: filepath.Join(n.Dir, "var/lib/cni/cache")},
+		Faults: map[string]scenario.FaultTarget{scenario.CRI: FaultSet{n.CRI.Faults()}},
+		Trace:  n.Collector(),
+		Vars:   n.Vars(),
+	}
+	if n.CSI != nil {
+		env.CSINode = n.CSIConn
+		env.CSIController = n.CSIControllerConn
+		env.Faults[scenario.CSI] = FaultSet{n.CSI.Faults()}
+	}
+	return env
+}
+
+// Vars are the variables scenarios can use for this node's paths.
+func (n *Node) Vars() map[string]string {
+	v := map[string]string{
+		"dir": n.Dir, "cniConfDir": n.CNIConfDir, "cniBinDir": n.CNIBinDir, "cniLogFile": n.CNILog,
+		"cniDataDir": filepath.Join(n.Dir, "var/lib/cni"), "kubeletDir": n.KubeletDir,
+		"criEndpoint": n.CRIEndpoint, "csiEndpoint": n.CSIEndpoint,
+	}
+	if n.CSI != nil {
+		v["driverName"] = n.CSI.Driver().Config().Name
+		v["nodeId"] = n.CSI.Driver().Config().NodeID
+	}
+	return v
+}
+
+// Close stops the fakes and closes the connections.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		var errs []error
+		for _, c := range []*grpc.ClientConn{n.CRIConn, n.CSIConn, n.CSIControllerConn} {
+			if c != nil {
+				c.Close()
+			}
+		}
+		if n.CRI != nil {
+			errs = append(errs, n.CRI.Close())
+		}
+		if n.CSI != nil {
+			errs = append(errs, n.CSI.Close())
+		}
+		if n.tmp != "" {
+			os.RemoveAll(n.tmp)
+		}
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
+}
+
+// FaultSet adapts an in-process fault set to scenario.FaultTarget.
+type FaultSet struct{ *faults.Set }
+
+// AddFaults adds rules.
+func (f FaultSet) AddFaults(r ...faults.Rule) ([]string, error) { return f.Add(r...) }
+
+// ClearFaults removes every rule.
+func (f FaultSet) ClearFaults() error { f.Reset(); return nil }

@@ -1,0 +1,112 @@
+package wiring
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plugsim/plugsim/harness/scenario"
+)
+
+const podScenario = `name: pod through the wired node
+steps:
+  - interface: cri
+    call: Status
+    expect:
+      fields:
+        status.conditions[type=NetworkReady].status: true
+  - interface: cri
+    call: RunPodSandbox
+    request:
+      config:
+        metadata: {name: web, namespace: default, uid: "${run}"}
+        portMappings: [{containerPort: 80, hostPort: 8080}]
+    capture: {sandbox: podSandboxId}
+    expect:
+      trace:
+        - interface: CNI
+          method: ADD
+          callee: cni-fake
+          fields:
+            request.capabilityArgs.portMappings[0].hostPort: 8080
+  - interface: cri
+    call: PodSandboxStatus
+    request: {podSandboxId: "${sandbox}"}
+    expect:
+      fields:
+        status.network.ip: {matches: "^10\\.88\\."}
+  - interface: csi
+    call: NodeGetInfo
+    expect:
+      fields:
+        nodeId: ${nodeId}
+  - interface: csi
+    call: CreateVolume
+    request:
+      name: pvc-1
+      volumeCapabilities: [{mount: {}, accessMode: {mode: SINGLE_NODE_WRITER}}]
+    expect:
+      trace:
+        - {interface: CSI, method: CreateVolume, caller: external-provisioner, callee: "csi-fake (controller)"}
+  - interface: cri
+    call: StopPodSandbox
+    request: {podSandboxId: "${sandbox}"}
+    expect:
+      trace:
+        - {interface: CNI, method: DEL}
+`
+
+func TestStartWiresTheFakes(t *testing.T) {
+	n := Start(t, Options{})
+	for _, f := range []string{"crictl.yaml", "etc/cni/net.d/10-plugsim.conflist", "opt/cni/bin/cni-fake"} {
+		if _, err := os.Stat(filepath.Join(n.Dir, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	sc, err := scenario.Parse([]byte(podScenario), "wired.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := n.Env()
+	var out bytes.Buffer
+	env.Out = &out
+	res := scenario.Run(context.Background(), sc, env)
+	if !res.Passed {
+		t.Fatalf("%s\n%s", res.Failure, out.String())
+	}
+	t.Log("\n" + out.String())
+	for _, want := range []string{
+		"kubelet ──CRI──▶ cri-fake  RunPodSandbox",
+		"cri-fake ──CNI ADD──▶ cni-fake  network=plugsim pod=default/web",
+		"external-provisioner ──CSI──▶ csi-fake (controller)  CreateVolume",
+		"kubelet ──CSI──▶ csi-fake (node)  NodeGetInfo",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("trace lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "──CNI ADD──▶ cni-fake  network=plugsim container=") {
+		t.Errorf("cni-fake's own log line was not folded into the chain event:\n%s", out.String())
+	}
+}
+
+func TestNoCNIConfigMeansNetworkNotReady(t *testing.T) {
+	n := Start(t, Options{CNI: "none", NoCSI: true})
+	sc, err := scenario.Parse([]byte(`steps:
+  - interface: cri
+    call: Status
+    expect:
+      fields:
+        status.conditions[type=NetworkReady].status: false
+        status.conditions[type=NetworkReady].message: {contains: cni plugin not initialized}
+`), "nocni.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := scenario.Run(context.Background(), sc, n.Env()); !res.Passed {
+		t.Fatal(res.Failure)
+	}
+}
