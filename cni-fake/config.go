@@ -19,7 +19,7 @@ const (
 
 // Defaults for the keys a minimal config leaves out.
 const (
-	defaultDataDir = "/var/lib/cni/cni-fake"
+	defaultDataDir = "/run/cni-fake"
 	defaultCaller  = "cri-fake"
 	defaultMTU     = 1500
 )
@@ -56,8 +56,10 @@ type NetConf struct {
 		} `json:"cni"`
 	} `json:"args,omitempty"`
 
-	// RawIPAM is the "ipam" object unparsed, for the built-in allocator's own keys.
-	RawIPAM json.RawMessage `json:"-"`
+	// RawIPAM is the "ipam" object unparsed, for the built-in allocator's own keys. It shadows
+	// PluginConf.IPAM (whose Type parseConfig fills in), so stdin is decoded once: every decode
+	// is a measurable part of an invocation.
+	RawIPAM json.RawMessage `json:"ipam,omitempty"`
 }
 
 // RuntimeConfig is the subset of the well-known capability args (CNI CONVENTIONS.md) cni-fake uses.
@@ -104,11 +106,11 @@ func parseConfig(stdin []byte) (*NetConf, error) {
 	if err := json.Unmarshal(stdin, conf); err != nil {
 		return nil, types.NewError(types.ErrDecodingFailure, fmt.Sprintf("cannot decode the network configuration: %v", err), "")
 	}
-	var raw struct {
-		IPAM json.RawMessage `json:"ipam"`
+	if len(conf.RawIPAM) > 0 {
+		if err := json.Unmarshal(conf.RawIPAM, &conf.IPAM); err != nil {
+			return nil, configError("ipam: %v", err)
+		}
 	}
-	_ = json.Unmarshal(stdin, &raw)
-	conf.RawIPAM = raw.IPAM
 	switch conf.Mode {
 	case "":
 		conf.Mode = modeFake

@@ -26,7 +26,9 @@ func TestMain(m *testing.M) {
 	}
 	binDir = os.Getenv("PLUGSIM_BIN")
 	if binDir == "" || !executable(filepath.Join(binDir, "cni-fake")) {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(tmp, "cni-fake"), ".").CombinedOutput()
+		build := exec.Command("go", "build", "-o", filepath.Join(tmp, "cni-fake"), ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0") // as the Makefile builds it (see README)
+		out, err := build.CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "building cni-fake: %v\n%s", err, out)
 			os.Exit(1)

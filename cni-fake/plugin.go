@@ -135,7 +135,11 @@ func (p *plugin) log(cniErr *types.Error) {
 		Name    string `json:"name"`
 		Version string `json:"cniVersion"`
 	}
-	_ = json.Unmarshal(p.stdin, &lc) // best effort: a malformed config still gets its error returned
+	if c := p.conf; c != nil {
+		lc.LogFile, lc.Caller, lc.Name, lc.Version = c.LogFile, c.Caller, c.Name, c.CNIVersion
+	} else {
+		_ = json.Unmarshal(p.stdin, &lc) // best effort: a malformed config still gets its error returned
+	}
 	if lc.LogFile == "" {
 		return
 	}

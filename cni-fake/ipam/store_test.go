@@ -124,7 +124,7 @@ func TestLeaseFilesUseHostLocalFormat(t *testing.T) {
 	if err != nil || string(b) != "abc\r\neth0" {
 		t.Fatalf("lease file = %q, %v", b, err)
 	}
-	if b, _ := os.ReadFile(filepath.Join(s.Dir(), "last_reserved_ip.0")); string(b) != "10.1.2.2" {
+	if b, _ := os.ReadFile(filepath.Join(s.Dir(), "last_reserved_ip.0")); strings.TrimSpace(string(b)) != "10.1.2.2" {
 		t.Fatalf("cursor = %q", b)
 	}
 }
