@@ -138,6 +138,15 @@ func FoldCNI(events []trace.Event) []trace.Event {
 		if ev.Interface == trace.CNI && ev.Callee == ev.Service && chains[key{ev.Method, ev.Attrs["containerID"]}] {
 			continue
 		}
+		if ev.Interface == trace.CNI && ev.Callee != ev.Service && ev.Service != "" && ev.Attrs["network"] == "" {
+			// The runtime records the network list's name as the callee; keep it where the
+			// plugin's own event has it, so expectations can say attrs.network either way.
+			attrs := map[string]string{"network": ev.Callee}
+			for k, v := range ev.Attrs {
+				attrs[k] = v
+			}
+			ev.Attrs = attrs
+		}
 		out = append(out, ev)
 	}
 	return out

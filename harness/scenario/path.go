@@ -184,8 +184,12 @@ func (fe FieldExpect) check(doc any, value any) (ok bool, got string, err error)
 	case "contains":
 		want := value.(string)
 		if list, ok := v.([]any); ok {
+			// An element equal to the text, or an object whose JSON contains it
+			// ({contains: CONTROLLER_SERVICE} on a capability list).
 			for _, e := range list {
-				if scalarString(e) == want {
+				es := scalarString(e)
+				_, scalar := e.(string)
+				if es == want || (!scalar && strings.Contains(es, want)) {
 					return true, got, nil
 				}
 			}

@@ -538,9 +538,9 @@ func (r *runner) checkTrace(st *Step, evs []trace.Event) []string {
 		}
 		switch {
 		case te.Absent && len(matched) > 0:
-			problems = append(problems, fmt.Sprintf("line %d: expected no %s call, but it crossed the boundary: %s", te.Line, te.describe(), diagram.Line(matched[0])))
+			problems = append(problems, fmt.Sprintf("line %d: expected no call [%s], but one crossed the boundary: %s", te.Line, te.describe(), diagram.Line(matched[0])))
 		case !te.Absent && len(matched) == 0:
-			msg := fmt.Sprintf("line %d: expected a %s call in the trace; none of the step's %d calls matched", te.Line, te.describe(), len(evs))
+			msg := fmt.Sprintf("line %d: expected a call [%s] in the step's trace; none of its %d calls matched", te.Line, te.describe(), len(evs))
 			if len(near) > 0 {
 				msg += " (" + strings.Join(near, ", ") + ")"
 			}
@@ -558,7 +558,11 @@ func (te TraceExpect) describe() string {
 		}
 	}
 	if len(te.Fields) > 0 {
-		parts = append(parts, fmt.Sprintf("with %d field conditions", len(te.Fields)))
+		var paths []string
+		for _, f := range te.Fields {
+			paths = append(paths, f.Path)
+		}
+		parts = append(parts, "with "+strings.Join(paths, ", "))
 	}
 	return strings.Join(parts, " ")
 }
