@@ -88,6 +88,10 @@ func TestCapacityGoesDown(t *testing.T) {
 func TestCloneAndRestoreCopyData(t *testing.T) {
 	d := newTestDriver(t, nil)
 	src := must(d.CreateVolume(ctx, createReq("src", gib)))(t).GetVolume().GetVolumeId()
+	if _, err := os.Stat(d.volumePath(src)); !os.IsNotExist(err) {
+		t.Fatalf("an empty mount volume got a directory before first use: %v", err)
+	}
+	os.Mkdir(d.volumePath(src), 0o755) // a test writing into the volume, as a bind publish would
 	if err := os.WriteFile(filepath.Join(d.volumePath(src), "data"), []byte("v1"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -207,13 +211,17 @@ func TestVolumeHealth(t *testing.T) {
 		t.Fatalf("healthy volumes listed: %v", l.GetEntries())
 	}
 	must(d.ControllerModifyVolume(ctx, &csi.ControllerModifyVolumeRequest{VolumeId: f.vol, MutableParameters: map[string]string{"health": "degraded"}}))(t)
-	os.RemoveAll(d.volumePath(f.idle))
+	if h := must(d.ControllerGetVolumeHealth(ctx, &csi.ControllerGetVolumeHealthRequest{VolumeId: f.idle}))(t); len(h.GetVolumeHealth().GetHealthStatuses()) != 0 {
+		t.Fatalf("an empty volume that never needed a directory is reported unhealthy: %v", h)
+	}
+	blk := must(d.CreateVolume(ctx, createReq("blk", gib, blockCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER))))(t).GetVolume().GetVolumeId()
+	os.RemoveAll(d.volumePath(blk))
 	l := must(d.ControllerListVolumeHealth(ctx, &csi.ControllerListVolumeHealthRequest{MaxEntries: 1}))(t)
 	if len(l.GetEntries()) != 1 || l.GetEntries()[0].GetHealthStatuses()[0].GetStatus() != csi.VolumeHealthErrorType_DEGRADED || l.GetNextToken() == "" {
 		t.Fatalf("first health page: %v", l)
 	}
 	l2 := must(d.ControllerListVolumeHealth(ctx, &csi.ControllerListVolumeHealthRequest{StartingToken: l.GetNextToken()}))(t)
-	if len(l2.GetEntries()) != 1 || l2.GetEntries()[0].GetVolumeId() != f.idle ||
+	if len(l2.GetEntries()) != 1 || l2.GetEntries()[0].GetVolumeId() != blk ||
 		l2.GetEntries()[0].GetHealthStatuses()[0].GetStatus() != csi.VolumeHealthErrorType_INACCESSIBLE {
 		t.Fatalf("second health page: %v", l2)
 	}

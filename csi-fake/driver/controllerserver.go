@@ -186,7 +186,8 @@ func (d *Driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 			src = d.volumePath(srcVol)
 		}
 		id := newID("vol-")
-		if err := createBacking(d.volumePath(id), accessType, size, src); err != nil {
+		hasData, err := createBacking(d.volumePath(id), accessType, size, src, false)
+		if err != nil {
 			return err
 		}
 		created = id
@@ -200,7 +201,7 @@ func (d *Driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 				ContextAccessType: accessType,
 			},
 			SourceSnapshotID: srcSnap, SourceVolumeID: srcVol,
-			Topology: topo, Created: now(),
+			Topology: topo, Created: now(), DataCreated: hasData,
 		}
 		s.Volumes[id] = v
 		resp = d.volumeProto(v)
@@ -651,7 +652,7 @@ var healthParameter = map[string]csi.VolumeHealthErrorType{
 // under the driver) and whatever the "health" mutable parameter says.
 func (d *Driver) volumeHealth(v *state.Volume) *csi.VolumeHealth {
 	h := &csi.VolumeHealth{VolumeId: v.ID}
-	if _, err := os.Lstat(d.volumePath(v.ID)); err != nil {
+	if _, err := os.Lstat(d.volumePath(v.ID)); err != nil && (v.DataCreated || v.AccessType == state.AccessBlock) {
 		h.HealthStatuses = append(h.HealthStatuses, &csi.VolumeHealth_VolumeHealthEntry{
 			Status: csi.VolumeHealthErrorType_INACCESSIBLE, Reason: "BackingDataMissing",
 			Message: fmt.Sprintf("the volume's data at %s is gone: %v", d.volumePath(v.ID), err),

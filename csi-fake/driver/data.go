@@ -18,39 +18,53 @@ import (
 // of the volume's size for block volumes. Snapshots are copies under <data-dir>/snapshots/<id>.
 // Clones and restores copy the data, so they are independent of their source (hostpath does the
 // same with tar and dd).
+//
+// A mount volume's directory is created when data first needs a place: a clone or restore with
+// content, a bind-mount publish, a node-only process adopting the volume. Until then the volume
+// is empty and has no directory, which keeps CreateVolume and DeleteVolume free of file system
+// work (a mkdir costs 70-230µs on a journaled disk).
 
 func (d *Driver) volumePath(id string) string   { return filepath.Join(d.cfg.DataDir, "volumes", id) }
 func (d *Driver) snapshotPath(id string) string { return filepath.Join(d.cfg.DataDir, "snapshots", id) }
 
-// createBacking creates the backing data of a new volume, empty or as a copy of src.
-func createBacking(dst, accessType string, size int64, src string) error {
+// createBacking creates the backing data of a new volume as a copy of src, or empty. An empty
+// mount volume gets its directory only when eager is set (see above). It reports whether the
+// data now exists.
+func createBacking(dst, accessType string, size int64, src string, eager bool) (bool, error) {
 	if src != "" {
-		if err := copyTree(src, dst); err != nil {
+		err := copyTree(src, dst)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && accessType == state.AccessMount:
+			// The source never had a directory: it is empty, and so is the copy.
+		case err != nil:
 			os.RemoveAll(dst)
-			return fmt.Errorf("copy volume data from %s: %w", src, err)
+			return false, fmt.Errorf("copy volume data from %s: %w", src, err)
+		case accessType == state.AccessBlock:
+			return true, os.Truncate(dst, size)
+		default:
+			return true, nil
 		}
-		if accessType == state.AccessBlock {
-			return os.Truncate(dst, size)
-		}
-		return nil
 	}
 	if accessType == state.AccessBlock {
 		f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o640)
 		if err != nil {
-			return err
+			return false, err
 		}
 		// Truncate makes a sparse file: no space is used until data is written.
 		if err := f.Truncate(size); err != nil {
 			f.Close()
 			os.Remove(dst)
-			return err
+			return false, err
 		}
-		return f.Close()
+		return true, f.Close()
+	}
+	if !eager {
+		return false, nil
 	}
 	if err := os.Mkdir(dst, 0o770); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
+		return false, err
 	}
-	return nil
+	return true, nil
 }
 
 // resizeBacking grows a block volume's file; a directory has no size to change.

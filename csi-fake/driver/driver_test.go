@@ -624,7 +624,7 @@ func TestConcurrentCreateSameName(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			r, err := d.CreateVolume(ctx, createReq("racy", gib))
+			r, err := d.CreateVolume(ctx, createReq("racy", gib, blockCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER)))
 			ids[i], errs[i] = r.GetVolume().GetVolumeId(), err
 		}(i)
 	}
@@ -642,6 +642,6 @@ func TestConcurrentCreateSameName(t *testing.T) {
 		t.Fatalf("%d volumes listed, want 1", len(l.GetEntries()))
 	}
 	if entries, _ := os.ReadDir(filepath.Join(d.cfg.DataDir, "volumes")); len(entries) != 1 {
-		t.Fatalf("%d backing directories, want 1", len(entries))
+		t.Fatalf("%d backing files, want 1", len(entries))
 	}
 }

@@ -109,7 +109,8 @@ func (d *Driver) ensureBacking(nv *state.NodeVolume) error {
 	if size == 0 {
 		size = DefaultVolumeSize
 	}
-	return createBacking(p, nv.AccessType, size, "")
+	_, err := createBacking(p, nv.AccessType, size, "", true)
+	return err
 }
 
 func (d *Driver) nodeCapacity(s *state.Data, nv *state.NodeVolume) int64 {
@@ -258,9 +259,6 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 		// spec: "Staging target path not set" is FailedPrecondition when STAGE_UNSTAGE_VOLUME is advertised.
 		return nil, status.Error(codes.FailedPrecondition, "staging_target_path is not set: this driver has STAGE_UNSTAGE_VOLUME, call NodeStageVolume first")
 	}
-	if _, err := os.Stat(filepath.Dir(target)); err != nil {
-		return nil, status.Errorf(codes.FailedPrecondition, "target_path %s: its parent directory must exist (the CO creates it, as kubelet does): %v", target, err)
-	}
 	var made, mounted bool
 	var newEphemeral string
 	err = d.store.Update(func(s *state.Data) error {
@@ -275,7 +273,7 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 				return err
 			}
 			nv = &state.NodeVolume{VolumeID: id, Ephemeral: true, CapacityBytes: size, AccessType: c.AccessType, Context: copyMap(req.GetVolumeContext())}
-			if err := createBacking(d.volumePath(id), c.AccessType, size, ""); err != nil {
+			if _, err := createBacking(d.volumePath(id), c.AccessType, size, "", true); err != nil {
 				return err
 			}
 			newEphemeral = id
@@ -308,6 +306,12 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 			return err
 		}
 		if d.cfg.Mount == MountBind {
+			if v, ok := s.Volumes[id]; ok && !v.DataCreated {
+				if _, err := createBacking(d.volumePath(id), v.AccessType, v.CapacityBytes, "", true); err != nil {
+					return err
+				}
+				v.DataCreated = true
+			}
 			if err := bindMount(d.volumePath(id), target, req.GetReadonly()); err != nil {
 				return err
 			}
@@ -342,6 +346,9 @@ func makeTarget(target, accessType string) (bool, error) {
 		if errors.Is(err, fs.ErrExist) {
 			return false, nil
 		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("target_path %s: its parent directory must exist (the CO creates it, as kubelet does): %w", target, state.ErrFailedPrecondition)
+		}
 		if err != nil {
 			return false, fmt.Errorf("create target file %s: %w", target, err)
 		}
@@ -350,6 +357,9 @@ func makeTarget(target, accessType string) (bool, error) {
 	err := os.Mkdir(target, 0o750)
 	if errors.Is(err, fs.ErrExist) {
 		return false, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("target_path %s: its parent directory must exist (the CO creates it, as kubelet does): %w", target, state.ErrFailedPrecondition)
 	}
 	if err != nil {
 		return false, fmt.Errorf("create target directory %s: %w", target, err)

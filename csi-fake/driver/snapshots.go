@@ -35,7 +35,7 @@ func snapshotProto(s *state.Snapshot) *csi.Snapshot {
 // takeSnapshot copies a volume's data into a new snapshot; the caller holds the store lock.
 func (d *Driver) takeSnapshot(s *state.Data, v *state.Volume, name, group string, params map[string]string) (*state.Snapshot, error) {
 	id := newID("snap-")
-	if err := copyTree(d.volumePath(v.ID), d.snapshotPath(id)); err != nil {
+	if _, err := createBacking(d.snapshotPath(id), v.AccessType, v.CapacityBytes, d.volumePath(v.ID), true); err != nil {
 		os.RemoveAll(d.snapshotPath(id))
 		return nil, fmt.Errorf("copy volume %s into snapshot: %w", v.ID, err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/kubernetes-csi/csi-lib-utils/protosanitizer"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
@@ -137,7 +138,9 @@ func Start(opts Options) (_ *Server, retErr error) {
 	// State and data.
 	dataDir, statePath := opts.StateDir, ""
 	if dataDir == "" {
-		dir, err := os.MkdirTemp("", "csi-fake-data-")
+		// State in memory: keep the data in memory too (tmpfs), which also keeps a volume's
+		// mkdir at ~10µs instead of the 70-230µs of a journaled disk.
+		dir, err := os.MkdirTemp(MemoryTempDir(), "csi-fake-data-")
 		if err != nil {
 			return nil, err
 		}
@@ -215,6 +218,15 @@ func Start(opts Options) (_ *Server, retErr error) {
 	return s, nil
 }
 
+// MemoryTempDir returns /dev/shm when it is a writable directory (tmpfs on Linux), else the
+// default temp directory.
+func MemoryTempDir() string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() && unix.Access("/dev/shm", unix.W_OK) == nil {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}
+
 // interceptors: the trace first (outermost, so it records injected faults too), then faults.
 // Node calls come from the kubelet, the others from the CO's controller sidecars.
 func (s *Server) interceptors(iface string) grpc.ServerOption {
@@ -231,14 +243,14 @@ func (s *Server) interceptors(iface string) grpc.ServerOption {
 		}
 		return ctrl(ctx, req, info, h)
 	}
-	return grpc.ChainUnaryInterceptor(byService, s.logCalls, s.faults.UnaryServerInterceptor())
+	if s.opts.LogCalls {
+		return grpc.ChainUnaryInterceptor(byService, s.logCalls, s.faults.UnaryServerInterceptor())
+	}
+	return grpc.ChainUnaryInterceptor(byService, s.faults.UnaryServerInterceptor())
 }
 
-// logCalls logs each call when Options.LogCalls is set.
+// logCalls logs each call (installed only when Options.LogCalls is set).
 func (s *Server) logCalls(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	if !s.opts.LogCalls {
-		return h(ctx, req)
-	}
 	resp, err := h(ctx, req)
 	s.log.Info("call", "method", info.FullMethod, "request", protosanitizer.StripSecrets(req).String(),
 		"code", status.Code(err).String(), "error", status.Convert(err).Message())

@@ -139,6 +139,7 @@ func TestRestartKeepsState(t *testing.T) {
 		CapacityRange: &csi.CapacityRange{RequiredBytes: gib}, MutableParameters: map[string]string{"tier": "premium"}})
 	mustOK(v, err)
 	id := v.GetVolume().GetVolumeId()
+	os.Mkdir(filepath.Join(stateDir, "volumes", id), 0o755) // as a bind publish would create it
 	os.WriteFile(filepath.Join(stateDir, "volumes", id, "file"), []byte("data"), 0o644)
 	snap, err := cc.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "keep-snap", SourceVolumeId: id})
 	mustOK(snap, err)

@@ -63,6 +63,9 @@ type Volume struct {
 	SourceVolumeID    string              `json:"sourceVolumeId,omitempty"`
 	Topology          []map[string]string `json:"topology,omitempty"`
 	Created           time.Time           `json:"created"`
+	// DataCreated is set once the backing data exists (a mount volume's directory is created on
+	// first use); only then is a missing directory a health problem.
+	DataCreated bool `json:"dataCreated,omitempty"`
 	// Published maps node IDs to the attachment made by ControllerPublishVolume.
 	Published map[string]Attachment `json:"published,omitempty"`
 }
