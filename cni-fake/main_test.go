@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/plugsim/plugsim/cni-fake/ipam"
 )
 
 // binDir holds the cni-fake binary the tests exec: $PLUGSIM_BIN when it has one (the Makefile
@@ -144,21 +146,24 @@ func leaseFiles(t testing.TB, dir string) []string {
 	return networkLeases(t, dir, "testnet")
 }
 
-// networkLeases lists the lease files of a network whose dataDir is dir/data.
+// networkLeases lists the leased addresses of a network whose dataDir is dir/data.
 func networkLeases(t testing.TB, dir, network string) []string {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(dir, "data", network))
-	if errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, "data", network)); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
+	s, err := ipam.Open(filepath.Join(dir, "data"), network)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	leases, err := s.Leases()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, e := range entries {
-		if n := e.Name(); n != "lock" && !strings.HasPrefix(n, "last_reserved_ip.") {
-			out = append(out, n)
-		}
+	for _, l := range leases {
+		out = append(out, l.IP.String())
 	}
 	return out
 }

@@ -3,9 +3,10 @@
 // hand out the same address, round-robin allocation, a repeatable release) plus the GC and STATUS
 // that host-local still lacks (containernetworking/plugins#1047).
 //
-// The on-disk layout is host-local's (plugins/ipam/host-local/backend/disk), so anyone who has
-// debugged host-local can read it: <dataDir>/<network>/<ip> holds "<containerID>\r\n<ifname>",
-// last_reserved_ip.<n> holds range set n's round-robin cursor, and lock is the flock(2) file.
+// The store is one JSON file per network, <dataDir>/<network>/leases.json, which is also the
+// flock(2) lock. host-local instead keeps one file per address, created with O_EXCL; that costs a
+// file creation and a removal per pod, which on a disk filesystem is a quarter of a whole CNI
+// invocation, and a plugin is exec'd for every pod sandbox.
 package ipam
 
 import (

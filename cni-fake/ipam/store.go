@@ -1,17 +1,18 @@
 package ipam
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
-	"strings"
-
-	"github.com/alexflint/go-filemutex"
+	"syscall"
 )
 
 // Typed errors, so that the plugin can choose the CNI error code at its boundary.
@@ -24,59 +25,124 @@ var (
 	ErrDuplicate = errors.New("duplicate allocation")
 	// ErrUnavailable: a requested address is taken or outside every range.
 	ErrUnavailable = errors.New("requested address unavailable")
-	// ErrStore: the data directory cannot be used (not creatable, not writable, lock failed).
+	// ErrStore: the data directory or the lease file cannot be used.
 	ErrStore = errors.New("lease store unusable")
 )
 
-const (
-	lockFile      = "lock"
-	cursorPrefix  = "last_reserved_ip."
-	leaseFileMode = 0o600
-)
+// StateFile is the name of a network's lease file inside <dataDir>/<network>.
+const StateFile = "leases.json"
 
 // Lease is one allocated address and its owner.
 type Lease struct {
-	IP          netip.Addr
-	ContainerID string
-	IfName      string
+	IP          netip.Addr `json:"ip"`
+	ContainerID string     `json:"containerID"`
+	IfName      string     `json:"ifName"`
 }
 
-// Store is the lease directory of one network. Every method that reads or changes leases holds
-// the directory's flock for its whole duration, because each CNI invocation is its own process and
-// the spec lets runtimes run invocations for different containers concurrently.
+// state is the content of the lease file.
+type state struct {
+	Leases []Lease `json:"leases"`
+	// Cursors holds each range set's last allocated address (host-local's last_reserved_ip.N),
+	// keyed by the range set's index.
+	Cursors map[string]netip.Addr `json:"cursors,omitempty"`
+}
+
+// Store is the lease file of one network. Every method holds the file's flock for its whole
+// read-modify-write, because each CNI invocation is its own process and the spec lets runtimes run
+// invocations for different containers concurrently.
 type Store struct {
-	dir  string
-	lock *filemutex.FileMutex
+	f    *os.File
+	size int64 // bytes in the file; it is never shrunk (see save)
 }
 
-// Open creates (if needed) and opens <dataDir>/<network>.
+// Open opens (creating it and its directory if needed) the lease file of network under dataDir.
 func Open(dataDir, network string) (*Store, error) {
 	if dataDir == "" {
 		return nil, fmt.Errorf("%w: dataDir is empty", ErrStore)
 	}
-	dir := filepath.Join(dataDir, network)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	path := filepath.Join(dataDir, network, StateFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if errors.Is(err, fs.ErrNotExist) { // first use: make the directory, once
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrStore, err)
+		}
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStore, err)
 	}
-	m, err := filemutex.New(filepath.Join(dir, lockFile))
-	if err != nil {
-		return nil, fmt.Errorf("%w: open lock file in %s: %v", ErrStore, dir, err)
-	}
-	return &Store{dir: dir, lock: m}, nil
+	return &Store{f: f}, nil
 }
 
-// Dir is the network's lease directory.
-func (s *Store) Dir() string { return s.dir }
+// Path is the lease file.
+func (s *Store) Path() string { return s.f.Name() }
 
-// Close releases the lock file descriptor.
-func (s *Store) Close() error { return s.lock.Close() }
+// Close closes the lease file (releasing any lock).
+func (s *Store) Close() error { return s.f.Close() }
 
-func (s *Store) locked(f func() error) error {
-	if err := s.lock.Lock(); err != nil {
-		return fmt.Errorf("%w: lock %s: %v", ErrStore, s.dir, err)
+// update runs f on the current state under the lock and saves the state when f asks to.
+func (s *Store) update(f func(st *state) (changed bool, err error)) error {
+	fd := int(s.f.Fd())
+	for {
+		err := syscall.Flock(fd, syscall.LOCK_EX)
+		if err == nil {
+			break
+		}
+		if err != syscall.EINTR {
+			return fmt.Errorf("%w: lock %s: %v", ErrStore, s.f.Name(), err)
+		}
 	}
-	defer s.lock.Unlock()
-	return f()
+	defer syscall.Flock(fd, syscall.LOCK_UN)
+	st, err := s.load()
+	if err != nil {
+		return err
+	}
+	changed, err := f(st)
+	if err != nil || !changed {
+		return err
+	}
+	return s.save(st)
+}
+
+func (s *Store) load() (*state, error) {
+	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	b, err := io.ReadAll(s.f)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read %s: %v", ErrStore, s.f.Name(), err)
+	}
+	s.size = int64(len(b))
+	st := &state{}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return st, nil
+	}
+	if err := json.Unmarshal(b, st); err != nil {
+		return nil, fmt.Errorf("%w: %s is not a lease file: %v", ErrStore, s.f.Name(), err)
+	}
+	return st, nil
+}
+
+// save writes the state over the file in place with one pwrite, padded with spaces to the file's
+// current length so that the file never shrinks: truncating would free and later reallocate disk
+// blocks on every ADD/DEL pair. JSON ignores the trailing whitespace. Readers and writers hold the
+// flock, so nobody sees a half-written file; a writer killed mid-write is the remaining risk,
+// accepted for a fake.
+func (s *Store) save(st *state) error {
+	slices.SortFunc(st.Leases, func(a, b Lease) int { return a.IP.Compare(b.IP) })
+	b, err := json.MarshalIndent(st, "", " ")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	b = append(b, '\n')
+	if pad := s.size - int64(len(b)); pad > 0 {
+		b = append(b, bytes.Repeat([]byte{' '}, int(pad))...)
+	}
+	if _, err := s.f.WriteAt(b, 0); err != nil {
+		return fmt.Errorf("%w: write %s: %v", ErrStore, s.f.Name(), err)
+	}
+	s.size = int64(len(b))
+	return nil
 }
 
 // Allocate gives the attachment one address from every range set of the pool: the requested one
@@ -84,16 +150,12 @@ func (s *Store) locked(f func() error) error {
 // round-robin cursor. Either every set gets an address or none does (nothing leaks on failure).
 func (s *Store) Allocate(containerID, ifName string, pool Pool, requested []netip.Addr) ([]netip.Addr, error) {
 	var out []netip.Addr
-	err := s.locked(func() error {
-		leases, err := s.scan()
-		if err != nil {
-			return err
-		}
+	err := s.update(func(st *state) (bool, error) {
 		taken := map[netip.Addr]bool{}
-		for _, l := range leases {
+		for _, l := range st.Leases {
 			taken[l.IP] = true
 			if l.ContainerID == containerID && l.IfName == ifName {
-				return fmt.Errorf("%w: container %s interface %s already holds %s", ErrDuplicate, containerID, ifName, l.IP)
+				return false, fmt.Errorf("%w: container %s interface %s already holds %s", ErrDuplicate, containerID, ifName, l.IP)
 			}
 		}
 		want := make([]netip.Addr, len(pool.Sets))
@@ -101,64 +163,42 @@ func (s *Store) Allocate(containerID, ifName string, pool Pool, requested []neti
 			i := setOf(pool.Sets, a)
 			switch {
 			case i < 0:
-				return fmt.Errorf("%w: %s is in no configured range", ErrUnavailable, a)
+				return false, fmt.Errorf("%w: %s is in no configured range", ErrUnavailable, a)
 			case want[i].IsValid():
-				return fmt.Errorf("%w: %s and %s are both requested from range set %d", ErrUnavailable, want[i], a, i)
+				return false, fmt.Errorf("%w: %s and %s are both requested from range set %d", ErrUnavailable, want[i], a, i)
 			case taken[a]:
-				return fmt.Errorf("%w: %s is already allocated", ErrUnavailable, a)
+				return false, fmt.Errorf("%w: %s is already allocated", ErrUnavailable, a)
 			}
 			want[i] = a
 		}
-		var created []netip.Addr
-		rollback := func() {
-			for _, a := range created {
-				os.Remove(filepath.Join(s.dir, a.String()))
-			}
+		if st.Cursors == nil {
+			st.Cursors = map[string]netip.Addr{}
 		}
 		for i, set := range pool.Sets {
 			a := want[i]
 			if !a.IsValid() {
-				a, err = s.pick(i, set, taken)
-				if err != nil {
-					rollback()
-					return err
+				var err error
+				if a, err = pick(i, set, st.Cursors[strconv.Itoa(i)], taken); err != nil {
+					return false, err // nothing saved: no partial allocation survives
 				}
 			}
-			if err := s.writeLease(a, containerID, ifName); err != nil {
-				rollback()
-				return err
-			}
-			created = append(created, a)
 			taken[a] = true
-			s.writeCursor(i, a)
+			out = append(out, a)
+			st.Cursors[strconv.Itoa(i)] = a
 		}
-		out = created
-		return nil
+		for _, a := range out {
+			st.Leases = append(st.Leases, Lease{IP: a, ContainerID: containerID, IfName: ifName})
+		}
+		return true, nil
 	})
-	return out, err
-}
-
-// writeCursor records range set i's last allocated address. It overwrites the file in place,
-// padded to a fixed width, instead of truncating and rewriting it: on ext4 a truncate+write costs
-// about 0.1 ms more, a noticeable share of an invocation that a runtime pays for every pod. The
-// cursor is advisory (a lost write only changes where the next search starts), so a failure to
-// write it does not fail the allocation; host-local does the same.
-func (s *Store) writeCursor(i int, a netip.Addr) {
-	f, err := os.OpenFile(filepath.Join(s.dir, cursorPrefix+strconv.Itoa(i)), os.O_WRONLY|os.O_CREATE, leaseFileMode)
 	if err != nil {
-		return
+		return nil, err
 	}
-	// 39 characters hold any IPv6 address; readers trim the padding.
-	f.WriteAt([]byte(fmt.Sprintf("%-39s\n", a)), 0)
-	f.Close()
+	return out, nil
 }
 
-// pick finds the first free address after range set i's cursor, wrapping around once.
-func (s *Store) pick(i int, set []Range, taken map[netip.Addr]bool) (netip.Addr, error) {
-	var cursor netip.Addr
-	if b, err := os.ReadFile(filepath.Join(s.dir, cursorPrefix+strconv.Itoa(i))); err == nil {
-		cursor, _ = netip.ParseAddr(strings.TrimSpace(string(b)))
-	}
+// pick finds the first free address after the cursor in range set i, wrapping around once.
+func pick(i int, set []Range, cursor netip.Addr, taken map[netip.Addr]bool) (netip.Addr, error) {
 	ri, a := start(set, cursor)
 	var total uint64
 	for _, r := range set {
@@ -206,72 +246,28 @@ func setOf(sets [][]Range, a netip.Addr) int {
 }
 
 func describe(set []Range) string {
-	var parts []string
-	for _, r := range set {
-		parts = append(parts, r.Start.String()+"-"+r.End.String())
-	}
-	return strings.Join(parts, ",")
-}
-
-func (s *Store) writeLease(a netip.Addr, containerID, ifName string) error {
-	// O_EXCL: an existing file means "taken", even if it appeared behind our back (the lock makes
-	// that impossible for cni-fake, but not for a human or another tool editing the directory).
-	f, err := os.OpenFile(filepath.Join(s.dir, a.String()), os.O_WRONLY|os.O_CREATE|os.O_EXCL, leaseFileMode)
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%w: %s is already allocated", ErrUnavailable, a)
+	var b []byte
+	for i, r := range set {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		return fmt.Errorf("%w: %v", ErrStore, err)
+		b = append(b, r.Start.String()+"-"+r.End.String()...)
 	}
-	_, err = f.WriteString(containerID + "\r\n" + ifName)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("%w: %v", ErrStore, err)
-	}
-	return nil
-}
-
-// scan reads every lease file. The caller holds the lock.
-func (s *Store) scan() ([]Lease, error) {
-	entries, err := os.ReadDir(s.dir)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrStore, err)
-	}
-	var out []Lease
-	for _, e := range entries {
-		a, err := netip.ParseAddr(e.Name())
-		if err != nil || !e.Type().IsRegular() {
-			continue // lock, last_reserved_ip.N, stray files
-		}
-		b, err := os.ReadFile(filepath.Join(s.dir, e.Name()))
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			return nil, fmt.Errorf("%w: %v", ErrStore, err)
-		}
-		// "<id>\r\n<ifname>"; host-local before v0.8 wrote only "<id>".
-		id, ifName, _ := strings.Cut(strings.TrimSpace(string(b)), "\r\n")
-		out = append(out, Lease{IP: a, ContainerID: strings.TrimSpace(id), IfName: strings.TrimSpace(ifName)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].IP.Less(out[j].IP) })
-	return out, nil
+	return string(b)
 }
 
 // Leases returns every lease, in address order.
 func (s *Store) Leases() ([]Lease, error) {
 	var out []Lease
-	err := s.locked(func() (err error) {
-		out, err = s.scan()
-		return err
+	err := s.update(func(st *state) (bool, error) {
+		out = st.Leases
+		slices.SortFunc(out, func(a, b Lease) int { return a.IP.Compare(b.IP) })
+		return false, nil
 	})
 	return out, err
 }
 
-// Get returns the attachment's leases.
+// Get returns the attachment's leased addresses.
 func (s *Store) Get(containerID, ifName string) ([]netip.Addr, error) {
 	leases, err := s.Leases()
 	var out []netip.Addr
@@ -294,57 +290,38 @@ func (s *Store) Release(containerID, ifName string) ([]netip.Addr, error) {
 	return out, err
 }
 
-// GC removes every lease whose attachment valid does not accept and returns them. It carries on
-// past a lease it cannot remove, as the spec asks of GC, and reports those at the end.
+// GC removes every lease whose attachment valid does not accept, and returns them.
 func (s *Store) GC(valid func(containerID, ifName string) bool) ([]Lease, error) {
 	return s.removeWhere(func(l Lease) bool { return !valid(l.ContainerID, l.IfName) })
 }
 
 func (s *Store) removeWhere(match func(Lease) bool) ([]Lease, error) {
 	var out []Lease
-	err := s.locked(func() error {
-		leases, err := s.scan()
-		if err != nil {
-			return err
-		}
-		var errs []error
-		for _, l := range leases {
-			if !match(l) {
-				continue
+	err := s.update(func(st *state) (bool, error) {
+		kept := st.Leases[:0]
+		for _, l := range st.Leases {
+			if match(l) {
+				out = append(out, l)
+			} else {
+				kept = append(kept, l)
 			}
-			if err := os.Remove(filepath.Join(s.dir, l.IP.String())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, err)
-				continue
-			}
-			out = append(out, l)
 		}
-		if len(errs) > 0 {
-			return fmt.Errorf("%w: %v", ErrStore, errors.Join(errs...))
-		}
-		return nil
+		st.Leases = kept
+		return len(out) > 0, nil
 	})
 	return out, err
 }
 
-// Status reports whether an ADD could succeed now: the store is writable and every range set has a
-// free address.
+// Status reports whether an ADD could succeed now: the lease file is readable and every range set
+// has a free address. (Open already proved the file writable: it opens it read-write.)
 func (s *Store) Status(pool Pool) error {
-	return s.locked(func() error {
-		probe := filepath.Join(s.dir, ".status-probe")
-		if err := os.WriteFile(probe, nil, leaseFileMode); err != nil {
-			return fmt.Errorf("%w: %s is not writable: %v", ErrStore, s.dir, err)
-		}
-		os.Remove(probe)
-		leases, err := s.scan()
-		if err != nil {
-			return err
-		}
+	return s.update(func(st *state) (bool, error) {
 		for i, set := range pool.Sets {
 			var size, used uint64
 			for _, r := range set {
 				size += r.Size()
 			}
-			for _, l := range leases {
+			for _, l := range st.Leases {
 				for _, r := range set {
 					if r.Contains(l.IP) {
 						used++
@@ -352,9 +329,9 @@ func (s *Store) Status(pool Pool) error {
 				}
 			}
 			if used >= size {
-				return fmt.Errorf("%w in range set %d (%s): %d of %d addresses leased", ErrExhausted, i, describe(set), used, size)
+				return false, fmt.Errorf("%w in range set %d (%s): %d of %d addresses leased", ErrExhausted, i, describe(set), used, size)
 			}
 		}
-		return nil
+		return false, nil
 	})
 }

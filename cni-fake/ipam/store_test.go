@@ -114,18 +114,38 @@ func TestAllocateRoundRobinAndRelease(t *testing.T) {
 	}
 }
 
-func TestLeaseFilesUseHostLocalFormat(t *testing.T) {
+func TestStateFileIsReadableAndNeverShrinks(t *testing.T) {
 	s := openStore(t)
 	pool := mustPool(t, `{"subnet":"10.1.2.0/24"}`)
-	if _, err := s.Allocate("abc", "eth0", pool, nil); err != nil {
-		t.Fatal(err)
+	for _, id := range []string{"abc", "def"} {
+		if _, err := s.Allocate(id, "eth0", pool, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
-	b, err := os.ReadFile(filepath.Join(s.Dir(), "10.1.2.2"))
-	if err != nil || string(b) != "abc\r\neth0" {
-		t.Fatalf("lease file = %q, %v", b, err)
+	full, _ := os.ReadFile(s.Path())
+	var st struct {
+		Leases  []map[string]string `json:"leases"`
+		Cursors map[string]string   `json:"cursors"`
 	}
-	if b, _ := os.ReadFile(filepath.Join(s.Dir(), "last_reserved_ip.0")); strings.TrimSpace(string(b)) != "10.1.2.2" {
-		t.Fatalf("cursor = %q", b)
+	if err := json.Unmarshal(full, &st); err != nil || len(st.Leases) != 2 || st.Leases[0]["containerID"] != "abc" || st.Leases[0]["ip"] != "10.1.2.2" || st.Cursors["0"] != "10.1.2.3" {
+		t.Fatalf("lease file = %s (%v)", full, err)
+	}
+	s.Release("abc", "eth0")
+	s.Release("def", "eth0")
+	empty, _ := os.ReadFile(s.Path())
+	if len(empty) != len(full) || strings.Contains(string(empty), "abc") {
+		t.Fatalf("after release: %d bytes (was %d): %q", len(empty), len(full), empty)
+	}
+	if l, err := s.Leases(); err != nil || len(l) != 0 {
+		t.Fatalf("padded file reads back as %v, %v", l, err)
+	}
+}
+
+func TestCorruptStateFileIsAnError(t *testing.T) {
+	s := openStore(t)
+	os.WriteFile(s.Path(), []byte("{not json"), 0o600)
+	if _, err := s.Leases(); !errors.Is(err, ErrStore) {
+		t.Fatalf("err = %v, want ErrStore", err)
 	}
 }
 
@@ -177,12 +197,6 @@ func TestGCKeepsOnlyValid(t *testing.T) {
 	l, _ := s.Leases()
 	if len(l) != 1 || l[0].ContainerID != "b" {
 		t.Fatalf("left %v, want only b", l)
-	}
-	// GC must not touch the lock or the cursor files.
-	for _, f := range []string{"lock", "last_reserved_ip.0"} {
-		if _, err := os.Stat(filepath.Join(s.Dir(), f)); err != nil {
-			t.Errorf("%s: %v", f, err)
-		}
 	}
 }
 
