@@ -115,9 +115,8 @@ func NewFS(cfg FSConfig) (*FS, error) {
 	now := time.Now()
 	add := func(p string, data []byte) {
 		f.ensureDirs(path.Dir(p))
-		n := &node{mode: 0o644, data: data, mtime: now}
-		f.entries[p] = n
-		f.owned[n] = true
+		// Generated files belong to the image side: a write copies them up.
+		f.entries[p] = &node{mode: 0o644, data: data, mtime: now}
 	}
 	if img != nil && len(img.entries) > 1 {
 		add("/etc/passwd", passwdFile(img, cfg.Users))
@@ -752,6 +751,7 @@ func (f *FS) ownedNode(p string) *node {
 	n = n.clone()
 	f.owned[n] = true
 	f.entries[p] = n
+	f.written += int64(len(n.data)) // an overlay copy-up lands in the upper layer
 	return n
 }
 
@@ -1014,11 +1014,17 @@ func (f *FS) remove(c cred, p string, recursive bool) error {
 			return pathErr("remove", p, syscall.ENOTEMPTY)
 		}
 		for _, q := range children {
-			f.written -= int64(len(f.entries[q].data))
+			if c := f.entries[q]; f.owned[c] {
+				f.written -= int64(len(c.data))
+				delete(f.owned, c)
+			}
 			delete(f.entries, q)
 		}
 	}
-	f.written -= int64(len(n.data))
+	if f.owned[n] {
+		f.written -= int64(len(n.data))
+		delete(f.owned, n)
+	}
 	delete(f.entries, l.cpath)
 	return nil
 }

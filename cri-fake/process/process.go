@@ -366,15 +366,22 @@ func (c *container) run(exe executable, args, env []string, wd string, stdin io.
 	p.t = t
 	if ttyIn != nil {
 		ttyIn.interrupt = func() { t.signal(syscall.SIGINT) }
+		ttyIn.start()
 	}
 	pr := &proc{t: t, c: c, args: args, env: env, dir: wd, stdin: in, stdout: sout, stderr: serr, tty: tty, exe: exe}
 	finished := make(chan int, 1)
-	go func() {
-		code := pr.runExecutable()
+	if b := c.spec.Behaviour; main && b.CrashOnStart {
+		code := 1
+		if b.Exit != nil && b.Exit.Code != 0 {
+			code = b.Exit.Code
+		}
+		fmt.Fprintf(serr, "%s: simulated crash on start (image behaviour)\n", args[0])
 		finished <- code
-	}()
-	if main {
-		c.startBehaviour(p, pr)
+	} else {
+		go func() { finished <- pr.runExecutable() }()
+		if main {
+			c.startBehaviour(p, pr)
+		}
 	}
 	go func() {
 		var code int
@@ -420,15 +427,6 @@ func (p *Process) finish(code int, main bool) {
 
 func (c *container) startBehaviour(p *Process, pr *proc) {
 	b := c.spec.Behaviour
-	if b.CrashOnStart {
-		code := 1
-		if b.Exit != nil && b.Exit.Code != 0 {
-			code = b.Exit.Code
-		}
-		fmt.Fprintf(pr.stderr, "%s: simulated crash on start (image behaviour)\n", pr.args[0])
-		p.t.terminate(code)
-		return
-	}
 	if b.Exit != nil {
 		go func() {
 			timer := time.NewTimer(b.Exit.After)

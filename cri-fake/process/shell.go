@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -60,6 +61,7 @@ type shell struct {
 	errexit     bool
 	xtrace      bool
 	nounset     bool
+	ignoreInt   *atomic.Bool
 }
 
 func newShell(p *proc) *shell {
@@ -68,7 +70,7 @@ func newShell(p *proc) *shell {
 		vars: map[string]string{}, exported: map[string]bool{}, funcs: map[string]command{},
 		arg0: p.args[0], dir: p.dir, rootPid: p.t.pid,
 		sig:  &sigState{traps: map[string]string{}, pending: make(chan syscall.Signal, 16)},
-		jobs: map[int]*job{}, jobsMu: &sync.Mutex{},
+		jobs: map[int]*job{}, jobsMu: &sync.Mutex{}, ignoreInt: &atomic.Bool{},
 	}
 	for _, kv := range p.env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -134,6 +136,9 @@ func parseSignal(s string) (syscall.Signal, bool) {
 // onSignal runs in the signalling goroutine: a trapped signal is queued and
 // its action runs between commands; an ignored one is dropped.
 func (s *shell) onSignal(sig syscall.Signal) bool {
+	if sig == syscall.SIGINT && s.ignoreInt.Load() {
+		return true // an interactive shell survives ^C; its foreground command does not
+	}
 	name := sigName(sig)
 	s.sig.mu.Lock()
 	action, ok := s.sig.traps[name]
@@ -1222,6 +1227,7 @@ func (s *shell) prompt() string {
 }
 
 func (s *shell) interactive() int {
+	s.ignoreInt.Store(s.p.tty)
 	lr := lineReader{s.io.in}
 	var buf string
 	type res struct {

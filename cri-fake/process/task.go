@@ -237,7 +237,7 @@ func EffectiveCapabilities(add, drop []string, privileged bool) []string {
 			delete(set, normCap(d))
 		}
 	}
-	var out []string
+	out := []string{} // never nil: nil means "the default set" in Identity
 	for _, c := range capNames {
 		if set[c] {
 			out = append(out, c)

@@ -8,40 +8,39 @@ import (
 
 // ttyReader is a tiny line discipline for TTY mode (there is no real pty):
 // canonical input with echo, CR -> LF, DEL/^H erase, ^U kill line, ^C sends
-// SIGINT to the process, ^D at the start of a line is end of input.
+// SIGINT to the process, ^D at the start of a line is end of input. Like a
+// kernel tty it consumes input as it arrives, so ^C works while the program
+// is busy and not reading.
 type ttyReader struct {
 	in        io.Reader
 	echo      io.Writer
 	interrupt func()
 
 	mu    sync.Mutex
+	cond  *sync.Cond
 	ready []byte // completed lines not yet read
 	line  []byte
 	eof   bool
+	once  sync.Once
 }
 
 func newTTY(in io.Reader, echo io.Writer) *ttyReader {
 	if in == nil {
 		in = bytes.NewReader(nil)
 	}
-	return &ttyReader{in: in, echo: echo}
+	t := &ttyReader{in: in, echo: echo}
+	t.cond = sync.NewCond(&t.mu)
+	return t
 }
 
-func (t *ttyReader) Read(b []byte) (int, error) {
+// start begins consuming input; called once the interrupt hook is set.
+func (t *ttyReader) start() {
+	t.once.Do(func() { go t.pump() })
+}
+
+func (t *ttyReader) pump() {
 	buf := make([]byte, 256)
 	for {
-		t.mu.Lock()
-		if len(t.ready) > 0 {
-			n := copy(b, t.ready)
-			t.ready = t.ready[n:]
-			t.mu.Unlock()
-			return n, nil
-		}
-		if t.eof {
-			t.mu.Unlock()
-			return 0, io.EOF
-		}
-		t.mu.Unlock()
 		n, err := t.in.Read(buf)
 		t.feed(buf[:n])
 		if err != nil {
@@ -49,9 +48,26 @@ func (t *ttyReader) Read(b []byte) (int, error) {
 			t.ready = append(t.ready, t.line...)
 			t.line = nil
 			t.eof = true
+			t.cond.Broadcast()
 			t.mu.Unlock()
+			return
 		}
 	}
+}
+
+func (t *ttyReader) Read(b []byte) (int, error) {
+	t.start()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for len(t.ready) == 0 && !t.eof {
+		t.cond.Wait()
+	}
+	if len(t.ready) > 0 {
+		n := copy(b, t.ready)
+		t.ready = t.ready[n:]
+		return n, nil
+	}
+	return 0, io.EOF
 }
 
 func (t *ttyReader) feed(data []byte) {
@@ -93,6 +109,7 @@ func (t *ttyReader) feed(data []byte) {
 			echo = append(echo, c)
 		}
 	}
+	t.cond.Broadcast()
 	if len(echo) > 0 && t.echo != nil {
 		t.echo.Write(echo)
 	}

@@ -1,0 +1,275 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestStartErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"not in PATH", []string{"no-such-binary"}, `exec: "no-such-binary": executable file not found in $PATH`},
+		{"missing path", []string{"/usr/bin/missing"}, `exec: "/usr/bin/missing": stat /usr/bin/missing: no such file or directory`},
+		{"directory", []string{"/etc"}, `exec: "/etc": permission denied`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Start(context.Background(), Spec{Args: tc.args})
+			var ee *ExecError
+			if !errors.As(err, &ee) || err.Error() != tc.want {
+				t.Fatalf("Start(%q) = %v, want ExecError %q", tc.args, err, tc.want)
+			}
+		})
+	}
+	if _, err := Start(context.Background(), Spec{}); err == nil {
+		t.Error("Start with no command succeeded")
+	}
+}
+
+// TestSignals covers what StopContainer relies on: TERM ends a process with
+// 143 unless it handles TERM, a trap runs its action after interrupting the
+// foreground sleep, servers exit 0, KILL is always 137.
+func TestSignals(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		sig    syscall.Signal
+		code   int
+		stdout string
+	}{
+		{"sleep TERM", []string{"sleep", "1000"}, syscall.SIGTERM, 143, ""},
+		{"sleep KILL", []string{"sleep", "1000"}, syscall.SIGKILL, 137, ""},
+		{"sh loop TERM", []string{"sh", "-c", "while true; do sleep 1; done"}, syscall.SIGTERM, 143, ""},
+		{"trap TERM exits cleanly", []string{"sh", "-c", "trap 'echo caught; exit 0' TERM; while true; do sleep 1; done"}, syscall.SIGTERM, 0, "caught\n"},
+		{"trap ignores TERM, KILL still works", []string{"sh", "-c", "trap '' TERM; sleep 1000"}, syscall.SIGKILL, 137, ""},
+		{"top TERM", []string{"sh", "-c", "top"}, syscall.SIGTERM, 143, "*"},
+		{"pause TERM", []string{"/pause"}, syscall.SIGTERM, 0, ""},
+		{"INT", []string{"sleep", "1000"}, syscall.SIGINT, 130, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var so syncBuffer
+			spec := Spec{Args: tc.args, Stdout: &so}
+			if tc.args[0] == "/pause" {
+				spec.FS = newFS(t, FSConfig{Image: BaseLayer("pause")})
+			}
+			p := startProc(t, spec)
+			// Wait until the command is running its blocking part.
+			waitFor(t, "the process tree", func() bool {
+				for _, pi := range p.Processes() {
+					if pi.Name == "sleep" || pi.Name == "top" || pi.Name == "pause" {
+						return true
+					}
+				}
+				return false
+			})
+			// Let the command install its handler (trap, pause) before the signal.
+			time.Sleep(20 * time.Millisecond)
+			if err := p.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-p.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("process did not end after the signal")
+			}
+			code, exited := p.ExitCode()
+			if !exited || code != tc.code || (tc.stdout != "*" && so.String() != tc.stdout) {
+				t.Errorf("after %v: code %d (exited %v) stdout %q, want %d %q", tc.sig, code, exited, so.String(), tc.code, tc.stdout)
+			}
+			if p.FinishedAt().IsZero() {
+				t.Error("FinishedAt is zero after exit")
+			}
+			if err := p.Signal(syscall.SIGTERM); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("signalling an ended process = %v, want ESRCH", err)
+			}
+		})
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+	}{
+		{[]string{"true"}, 0},
+		{[]string{"false"}, 1},
+		{[]string{"sh", "-c", "exit 1"}, 1},
+		{[]string{"sh", "-c", "exit 42"}, 42},
+		{[]string{"sh", "-c", "nosuch"}, 127},
+		{[]string{"echo", "done"}, 0},
+	}
+	for _, tc := range tests {
+		_, _, code := runCmd(t, Spec{Args: tc.args})
+		if code != tc.code {
+			t.Errorf("%q exit code %d, want %d", tc.args, code, tc.code)
+		}
+	}
+}
+
+func TestExecSync(t *testing.T) {
+	fsys := newFS(t, FSConfig{Hostname: "box"})
+	p := startProc(t, Spec{Args: []string{"sh", "-c", "top"}, FS: fsys, Hostname: "box", Env: []string{"FROM_SPEC=1"}})
+	ctx := context.Background()
+
+	out, errOut, code, err := p.ExecSync(ctx, []string{"echo", "-n", "hello"}, 0)
+	if err != nil || string(out) != "hello" || len(errOut) != 0 || code != 0 {
+		t.Fatalf("echo -n hello: %q %q %d %v", out, errOut, code, err)
+	}
+	out, _, _, _ = p.ExecSync(ctx, []string{"sh", "-c", "echo $FROM_SPEC; hostname"}, 0)
+	if string(out) != "1\nbox\n" {
+		t.Errorf("exec does not share env and hostname: %q", out)
+	}
+	// Files written by one exec are visible to the next: same file system.
+	p.ExecSync(ctx, []string{"touch", "/tmp/healthy"}, 0)
+	if _, _, code, _ := p.ExecSync(ctx, []string{"cat", "/tmp/healthy"}, 0); code != 0 {
+		t.Errorf("exec probe with the file present: code %d", code)
+	}
+	p.ExecSync(ctx, []string{"rm", "/tmp/healthy"}, 0)
+	if _, _, code, _ := p.ExecSync(ctx, []string{"cat", "/tmp/healthy"}, 0); code != 1 {
+		t.Errorf("exec probe with the file absent: code %d, want 1", code)
+	}
+
+	// critest "execSync with timeout": the command errors and is gone from pgrep.
+	start := time.Now()
+	_, _, _, err = p.ExecSync(ctx, []string{"sleep", "4321"}, 200*time.Millisecond)
+	if !errors.Is(err, ErrExecTimeout) {
+		t.Fatalf("sleep 4321 with a timeout: %v, want ErrExecTimeout", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("timeout took %v", time.Since(start))
+	}
+	out, _, code, err = p.ExecSync(ctx, []string{"sh", "-c", "pgrep sleep || true"}, 0)
+	if err != nil || string(out) != "" || code != 0 {
+		t.Errorf("pgrep after timeout: %q code %d err %v", out, code, err)
+	}
+
+	if _, _, _, err := p.ExecSync(ctx, []string{"nosuch"}, 0); err == nil || !strings.Contains(err.Error(), "executable file not found in $PATH") {
+		t.Errorf("exec of a missing binary: %v", err)
+	}
+
+	// pgrep sees a running exec and kill ends it.
+	bg, err := p.Exec(ctx, ExecSpec{Args: []string{"sleep", "1000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, _, _ = p.ExecSync(ctx, []string{"pgrep", "sleep"}, 0)
+	pid := strings.TrimSpace(string(out))
+	if pid == "" {
+		t.Fatal("pgrep did not find the running sleep")
+	}
+	if _, _, code, _ := p.ExecSync(ctx, []string{"kill", pid}, 0); code != 0 {
+		t.Fatalf("kill %s: code %d", pid, code)
+	}
+	if code := bg.Wait(); code != 143 {
+		t.Errorf("killed exec exit code %d, want 143", code)
+	}
+
+	// When the main process ends, execs end too and new execs are refused.
+	long, _ := p.Exec(ctx, ExecSpec{Args: []string{"sleep", "1000"}})
+	p.Signal(syscall.SIGKILL)
+	p.Wait()
+	select {
+	case <-long.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("exec survived its container")
+	}
+	if _, err := p.Exec(ctx, ExecSpec{Args: []string{"true"}}); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("exec after exit: %v, want ErrNotRunning", err)
+	}
+}
+
+// TestAttachShell drives an interactive sh through its stdin, as critest's
+// attach spec does (write `echo -n hello`, read "hello").
+func TestAttachShell(t *testing.T) {
+	inR, inW := io.Pipe()
+	var out syncBuffer
+	p := startProc(t, Spec{Args: []string{"/bin/sh"}, Stdin: inR, Stdout: &out, Stderr: &out})
+	if _, err := io.WriteString(inW, "echo -n hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "hello", func() bool { return out.String() == "hello" })
+	io.WriteString(inW, "if true; then\necho multi\nfi\n")
+	waitFor(t, "multi-line command", func() bool { return out.String() == "hellomulti\n" })
+	io.WriteString(inW, "exit 4\n")
+	if code := p.Wait(); code != 4 {
+		t.Errorf("exit code %d, want 4", code)
+	}
+	inW.Close()
+}
+
+func TestTTY(t *testing.T) {
+	inR, inW := io.Pipe()
+	var out syncBuffer
+	p := startProc(t, Spec{Args: []string{"sh"}, Stdin: inR, Stdout: &out, TTY: true})
+	waitFor(t, "prompt", func() bool { return out.String() == "/ # " })
+	io.WriteString(inW, "echo hi\r")
+	waitFor(t, "echo and output", func() bool { return strings.HasSuffix(out.String(), "echo hi\r\nhi\r\n/ # ") })
+	io.WriteString(inW, "sleep 100\r")
+	waitFor(t, "sleep", func() bool {
+		for _, pi := range p.Processes() {
+			if pi.Name == "sleep" {
+				return true
+			}
+		}
+		return false
+	})
+	io.WriteString(inW, "\x03") // ^C interrupts the foreground sleep, the shell stays
+	io.WriteString(inW, "exit\r")
+	p.Wait()
+	if !strings.Contains(out.String(), "^C") {
+		t.Errorf("no ^C echo in %q", out.String())
+	}
+}
+
+func TestBehaviour(t *testing.T) {
+	t.Run("exit after delay", func(t *testing.T) {
+		_, _, code := runCmd(t, Spec{Args: []string{"sleep", "1000"}, Behaviour: Behaviour{Exit: &ExitBehaviour{Code: 3, After: 50 * time.Millisecond}}})
+		if code != 3 {
+			t.Errorf("code %d, want 3", code)
+		}
+	})
+	t.Run("crash on start", func(t *testing.T) {
+		out, errOut, code := runCmd(t, Spec{Args: []string{"echo", "never"}, Behaviour: Behaviour{CrashOnStart: true}})
+		if code != 1 || !strings.Contains(errOut, "simulated crash") || strings.Contains(out, "never") {
+			t.Errorf("code %d stdout %q stderr %q", code, out, errOut)
+		}
+	})
+	t.Run("lines per second", func(t *testing.T) {
+		var out syncBuffer
+		p := startProc(t, Spec{Args: []string{"sleep", "1000"}, Stdout: &out, Behaviour: Behaviour{LinesPerSecond: 100}})
+		waitFor(t, "3 lines", func() bool { return strings.Count(out.String(), "\n") >= 3 })
+		p.Signal(syscall.SIGKILL)
+	})
+	t.Run("memory", func(t *testing.T) {
+		p := startProc(t, Spec{Args: []string{"sleep", "1000"}, Behaviour: Behaviour{MemoryBytes: 64 << 20}})
+		st := p.Stats()
+		if st.MemoryBytes < 64<<20 || st.Processes != 1 {
+			t.Errorf("stats %+v", st)
+		}
+		time.Sleep(5 * time.Millisecond)
+		if p.Stats().CPUNanos <= st.CPUNanos {
+			t.Error("CPU time does not grow")
+		}
+	})
+}
+
+func TestScriptWithShebang(t *testing.T) {
+	fsys := newFS(t, FSConfig{})
+	if err := fsys.WriteFile("/run.sh", []byte("#!/bin/sh\necho script $1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := runCmd(t, Spec{Args: []string{"/run.sh", "arg"}, FS: fsys})
+	if out != "script arg\n" || code != 0 {
+		t.Errorf("stdout %q code %d", out, code)
+	}
+}
