@@ -1,0 +1,113 @@
+package process
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var fixedTime = time.Date(2026, 11, 29, 18, 0, 0, 123456789, time.UTC)
+
+func newLogWriter(tb testing.TB) (*LogWriter, string) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "pod", "ctr", "0.log")
+	w, err := NewLogWriter(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w.now = func() time.Time { return fixedTime }
+	tb.Cleanup(func() { w.Close() })
+	return w, path
+}
+
+func TestLogWriterFormat(t *testing.T) {
+	long := strings.Repeat("x", maxLogLine+10)
+	ts := fixedTime.Format(time.RFC3339Nano)
+	tests := []struct {
+		name   string
+		writes []string
+		stream string
+		want   string
+	}{
+		{"one line", []string{"hello\n"}, Stdout, ts + " stdout F hello\n"},
+		{"split writes", []string{"hel", "lo\nwor", "ld\n"}, Stdout, ts + " stdout F hello\n" + ts + " stdout F world\n"},
+		{"stderr", []string{"oops\n"}, Stderr, ts + " stderr F oops\n"},
+		{"empty line", []string{"\n"}, Stdout, ts + " stdout F \n"},
+		{"no newline flushed at close", []string{"hello"}, Stdout, ts + " stdout F hello\n"},
+		{"long line is partial", []string{long + "\n"}, Stdout, ts + " stdout P " + long[:maxLogLine] + "\n" + ts + " stdout F " + long[maxLogLine:] + "\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w, path := newLogWriter(t)
+			s := w.Stream(tc.stream)
+			for _, wr := range tc.writes {
+				if _, err := s.Write([]byte(wr)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.Close()
+			got, _ := os.ReadFile(path)
+			if string(got) != tc.want {
+				t.Errorf("log =\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLogWriterReopen(t *testing.T) {
+	w, path := newLogWriter(t)
+	s := w.Stream(Stdout)
+	s.Write([]byte("before\n"))
+	// kubelet's rotation: rename the file, then ReopenContainerLog.
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	s.Write([]byte("still old\n"))
+	if err := w.Reopen(); err != nil {
+		t.Fatal(err)
+	}
+	s.Write([]byte("after\n"))
+	old, _ := os.ReadFile(path + ".1")
+	cur, _ := os.ReadFile(path)
+	if !strings.Contains(string(old), "before") || !strings.Contains(string(old), "still old") || strings.Contains(string(old), "after") {
+		t.Errorf("rotated file = %q", old)
+	}
+	if !strings.HasSuffix(string(cur), " stdout F after\n") || strings.Contains(string(cur), "before") {
+		t.Errorf("new file = %q", cur)
+	}
+}
+
+// TestLogWriterWithProcess wires a looping process to a log, as the runtime
+// does for log_path, and checks kubelet's line format.
+func TestLogWriterWithProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.log")
+	w, err := NewLogWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	so, se := w.Stream(Stdout), w.Stream(Stderr)
+	p := startProc(t, Spec{Args: []string{"sh", "-c", "echo out; echo err >&2; while true; do echo tick; sleep 0.01; done"}, Stdout: so, Stderr: se})
+	waitFor(t, "ticks", func() bool {
+		data, _ := os.ReadFile(path)
+		return strings.Count(string(data), "tick") >= 2
+	})
+	p.Signal(syscall.SIGTERM)
+	p.Wait()
+	so.Close()
+	se.Close()
+	data, _ := os.ReadFile(path)
+	line := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d) (stdout|stderr) [FP] .*$`)
+	for _, l := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		if !line.MatchString(l) {
+			t.Errorf("not a CRI log line: %q", l)
+		}
+	}
+	if !strings.Contains(string(data), " stdout F out\n") || !strings.Contains(string(data), " stderr F err\n") {
+		t.Errorf("log = %q", data)
+	}
+}
