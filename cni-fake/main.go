@@ -54,7 +54,14 @@ func main() {
 	// invocation log can also record what skel rejects before any callback runs (missing
 	// CNI_CONTAINERID, an unsupported cniVersion ...).
 	if r, w, err := os.Pipe(); err == nil {
-		go func() { w.Write(stdin); w.Close() }()
+		// A config fits the pipe buffer (64 KiB on Linux) unless a huge prevResult comes along;
+		// writing it inline avoids starting a goroutine, which costs a thread wake-up per exec.
+		if len(stdin) < 60000 {
+			w.Write(stdin)
+			w.Close()
+		} else {
+			go func() { w.Write(stdin); w.Close() }()
+		}
 		os.Stdin = r
 	}
 	p := &plugin{cmd: cmd, stdin: stdin, start: start, stdout: os.Stdout, getenv: os.Getenv}

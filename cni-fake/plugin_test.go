@@ -352,12 +352,18 @@ func TestContainerdStyleArgsAndCapabilities(t *testing.T) {
 	}
 	conf, _ := json.Marshal(m)
 	args := "K8S_POD_UID=1234;IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;K8S_POD_INFRA_CONTAINER_ID=c0ffee"
-	o := run(t, call{cmd: "ADD", containerID: "c0ffee", netns: "/var/run/netns/cni-1234", ifName: "eth0", args: args, stdin: string(conf)})
+	// cri-fake's "placeholder" namespaces are empty regular files; fake mode takes them as they are.
+	netns := filepath.Join(dir, "cni-c0ffee")
+	os.WriteFile(netns, nil, 0o644)
+	o := run(t, call{cmd: "ADD", containerID: "c0ffee", netns: netns, ifName: "eth0", args: args, stdin: string(conf)})
 	if o.err != nil {
 		t.Fatal(o.err)
 	}
 	r, _ := current.NewResult(o.stdout)
 	res := r.(*current.Result)
+	if res.Interfaces[1].Sandbox != netns {
+		t.Fatalf("sandbox %q, want the placeholder %q", res.Interfaces[1].Sandbox, netns)
+	}
 	if strings.Join(res.DNS.Nameservers, ",") != "10.96.0.10" || res.DNS.Search[0] != "default.svc.cluster.local" || res.DNS.Options[0] != "ndots:5" {
 		t.Fatalf("dns capability not applied: %+v", res.DNS)
 	}
