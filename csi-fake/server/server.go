@@ -65,9 +65,12 @@ type Options struct {
 	// empty means Endpoint's path.
 	KubeletRegistrationPath string
 
-	// Recorder receives the trace; nil means a new one (with TraceFile, if set).
-	Recorder  *trace.Recorder
-	TraceFile string
+	// Recorder receives the trace; nil means a new one of TraceCapacity events (0: the default)
+	// appending to TraceFile, if set. A given Recorder is used as it is: TraceFile and
+	// TraceCapacity then do not apply (as in cri-fake).
+	Recorder      *trace.Recorder
+	TraceFile     string
+	TraceCapacity int
 	// Faults are the fault rules; nil means a new set (loaded from FaultsFile, if set).
 	Faults     *faults.Set
 	FaultsFile string
@@ -157,7 +160,7 @@ func Start(opts Options) (_ *Server, retErr error) {
 	// Trace and faults.
 	s.rec = opts.Recorder
 	if s.rec == nil {
-		if s.rec, err = trace.New(trace.Options{File: opts.TraceFile}); err != nil {
+		if s.rec, err = trace.New(trace.Options{Capacity: opts.TraceCapacity, File: opts.TraceFile}); err != nil {
 			return nil, err
 		}
 		s.ownRec = true

@@ -18,6 +18,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/plugsim/plugsim/internal/faults"
 )
 
 const driverName = "csi.plugsim.dev"
@@ -58,8 +60,8 @@ func load(t *testing.T) map[string][]any {
 	}
 	out := map[string][]any{}
 	for _, f := range files {
-		if f == "sanity-mutable-parameters.yaml" {
-			continue // csi-sanity input, not a Kubernetes object
+		if f == "sanity-mutable-parameters.yaml" || f == "faults.yaml" {
+			continue // csi-sanity and csi-fake input, not Kubernetes objects
 		}
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -204,6 +206,21 @@ func TestManifests(t *testing.T) {
 	}
 	if !inline {
 		t.Error("no pod uses an inline csi.plugsim.dev volume")
+	}
+}
+
+// TestFaultsExample: the example fault rules load the way csi-fake --faults loads them.
+func TestFaultsExample(t *testing.T) {
+	set, err := faults.Load("faults.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(set.Rules()); n != 3 {
+		t.Fatalf("%d rules loaded, want 3", n)
+	}
+	f, ok := set.Check("/csi.v1.Controller/CreateVolume", func(p string) (string, bool) { return "pvc-123", p == "name" })
+	if !ok || f.Code != "ResourceExhausted" {
+		t.Errorf("CreateVolume of pvc-123: fault %+v, %v", f, ok)
 	}
 }
 
