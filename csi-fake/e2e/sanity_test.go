@@ -2,8 +2,8 @@
 
 // Package e2e runs the real csi-sanity v5.6.0 (bin/csi-sanity, built by `make tools`) against the
 // real csi-fake binary (bin/csi-fake, built by `make build`): all services on one socket, split
-// controller and node processes, two sockets of one process, ephemeral-only, and (as root) bind
-// mounts in a private mount namespace. Run with `make e2e-csi`.
+// controller and node processes, two sockets of one process, ephemeral-only, block volumes, and
+// (as root) bind mounts in a private mount namespace. Run with `make e2e-csi`.
 package e2e
 
 import (
@@ -292,4 +292,30 @@ func TestSanityBindMounts(t *testing.T) {
 		t.Errorf("a mount under %s leaked into the test's mount namespace:\n%s", dir, mi)
 	}
 	fmt.Printf("csi-sanity --mount=bind: %d of %d passed, %d failed, %d skipped, wall %s\n", s.Passed, s.Total-s.Pending, s.Failed, s.Skipped, s.Wall.Round(time.Millisecond))
+}
+
+// TestSanityBlockVolumes runs the full suite with raw block volumes (--csi.testvolumeaccesstype
+// block): sparse backing files, file targets, and as root bind mounts of a file onto a file.
+func TestSanityBlockVolumes(t *testing.T) {
+	for _, mount := range []string{"fake", "bind"} {
+		t.Run(mount, func(t *testing.T) {
+			var wrap []string
+			if mount == "bind" {
+				if os.Geteuid() != 0 {
+					t.Skip("--mount=bind needs root")
+				}
+				unshare, err := exec.LookPath("unshare")
+				if err != nil {
+					t.Fatalf("unshare (util-linux) is needed to keep the bind mounts in a private namespace: %v", err)
+				}
+				wrap = []string{unshare, "--mount", "--propagation", "private"}
+			}
+			dir := t.TempDir()
+			sock := filepath.Join(dir, "csi.sock")
+			startFake(t, wrap, "--mount", mount, "--endpoint", "unix://"+sock, "--node-id", "sanity-node", "--max-volumes-per-node", maxVolumes)
+			s := runSanity(t, fullArgs(t, sock, "--csi.testvolumeaccesstype", "block")...)
+			s.require(t, 100)
+			fmt.Printf("csi-sanity block volumes, --mount=%s: %d of %d passed, %d failed, %d skipped, wall %s\n", mount, s.Passed, s.Total-s.Pending, s.Failed, s.Skipped, s.Wall.Round(time.Millisecond))
+		})
+	}
 }
