@@ -37,9 +37,6 @@ func (s *Service) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 	if sb.Status().State != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return nil, fail(codes.FailedPrecondition, "sandbox container "+sb.ID+" is not running")
 	}
-	if err := createLogFile(c.LogPath); err != nil {
-		return nil, fail(codes.Internal, "failed to start container "+c.ID+": "+err.Error())
-	}
 	img, _ := s.images.Store().Get(c.ImageID)
 	p, err := s.launcher.Start(ctx, ProcessSpec{
 		ContainerID: c.ID, SandboxID: sb.ID, Config: c.Config, SandboxConfig: sb.Config, Image: img,
@@ -51,13 +48,32 @@ func (s *Service) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 	c.SetRunning(s.now().UnixNano(), p)
 	s.persistContainer(c)
 	s.emit(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, sb, c)
-	go s.monitor(sb, c, p)
+	s.watch(sb, c, p)
 	return &runtimeapi.StartContainerResponse{}, nil
 }
 
+// watch arranges for the end of a process to be recorded: by a goroutine, unless the process is
+// Passive (it then ends only when stopContainer signals it, which records the exit itself).
+func (s *Service) watch(sb *store.Sandbox, c *store.Container, p Process) {
+	if pp, ok := p.(Passive); ok && pp.Passive() {
+		return
+	}
+	go s.monitor(sb, c, p)
+}
+
 // monitor records the end of a container's process, whoever caused it.
+//
+// The log file at LogPath belongs to the process: it is created when the process first writes
+// (the process simulation does), not here. A silent process leaves no file; the kubelet's log
+// manager then calls ReopenContainerLog, which creates it. Creating an empty file for every
+// container would cost more than all of the runtime's bookkeeping for a pod lifecycle.
 func (s *Service) monitor(sb *store.Sandbox, c *store.Container, p Process) {
 	<-p.Done()
+	s.recordExit(sb, c, p)
+}
+
+// recordExit moves the container to EXITED with the process's exit; it is idempotent.
+func (s *Service) recordExit(sb *store.Sandbox, c *store.Container, p Process) {
 	e := p.Exit()
 	at := e.At
 	if at.IsZero() {

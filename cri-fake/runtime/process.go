@@ -42,7 +42,8 @@ type ProcessSpec struct {
 	SandboxConfig *runtimeapi.PodSandboxConfig
 	// Image is the resolved image, with its catalog entry (entrypoint, cmd, env, user, behavior).
 	Image images.Image
-	// LogPath is the absolute CRI log file path ("" when the kubelet gave none).
+	// LogPath is the absolute CRI log file path ("" when the kubelet gave none). The process
+	// creates the file and writes its output there in the CRI log format.
 	LogPath string
 	NetNS   string
 	PodIPs  []string
@@ -61,13 +62,21 @@ type Validator interface {
 	Validate(spec ProcessSpec) error
 }
 
+// Passive is an optional Process extension. A process whose Passive method reports true ends
+// only when the runtime signals it, so the runtime records its exit right after signalling
+// instead of watching it with a goroutine (which, on a busy node, costs a thread wake-up per
+// container start).
+type Passive interface {
+	Passive() bool
+}
+
 // LogReopener is an optional Process extension for ReopenContainerLog.
 type LogReopener interface {
 	ReopenLog() error
 }
 
-// UntilStopped is the default Launcher: the process writes nothing, uses no resources beyond the
-// synthetic stats, and ends only when signalled: the stop signal ends it cleanly (exit 0,
+// UntilStopped is the default Launcher: the process writes nothing (and so creates no log file),
+// uses no resources beyond the synthetic stats, and ends only when signalled: the stop signal ends it cleanly (exit 0,
 // "Completed", like a well-behaved server), SIGKILL with 137 (128+9, "Error").
 type UntilStopped struct{}
 
@@ -94,4 +103,5 @@ func (p *untilStopped) Signal(sig syscall.Signal) error {
 }
 
 func (p *untilStopped) Done() <-chan struct{} { return p.done }
+func (p *untilStopped) Passive() bool         { return true }
 func (p *untilStopped) Exit() Exit            { return p.exit }

@@ -47,6 +47,6 @@ func (s *Service) Restore(ctx context.Context, l store.Loaded) {
 			continue
 		}
 		c.SetRunning(c.Status().StartedAt, p)
-		go s.monitor(sb, c, p)
+		s.watch(sb, c, p)
 	}
 }

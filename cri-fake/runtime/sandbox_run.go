@@ -51,9 +51,13 @@ func (s *Service) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		if err := s.network.Ready(); err != nil {
 			return nil, status.Errorf(codes.FailedPrecondition, "failed to setup network for sandbox %q: %v", id, err)
 		}
-		ns, err := s.opts.NetNS.Create(id)
-		if err != nil {
-			return nil, status.Errorf(codes.Internal, "failed to create network namespace for sandbox %q: %v", id, err)
+		// The built-in network needs no namespace path; CNI plugins do.
+		ns := ""
+		if _, builtin := s.network.(*network.Internal); !builtin {
+			var err error
+			if ns, err = s.opts.NetNS.Create(id); err != nil {
+				return nil, status.Errorf(codes.Internal, "failed to create network namespace for sandbox %q: %v", id, err)
+			}
 		}
 		sb.NetNS = ns
 		pod := network.Pod{ID: id, NetNS: ns, Config: cfg}
