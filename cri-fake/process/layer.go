@@ -148,6 +148,7 @@ func BaseLayer(name string) *Layer {
 	switch name {
 	case "nginx":
 		l.AddApplet("/usr/sbin/nginx", "nginx")
+		l.AddFile("/docker-entrypoint.sh", []byte(dockerEntrypoint), 0o755)
 		l.AddDir("/etc/nginx/conf.d", 0o755)
 		l.AddFile("/etc/nginx/nginx.conf", []byte("user nginx;\nworker_processes 1;\npid /var/run/nginx.pid;\nevents { worker_connections 1024; }\nhttp { include /etc/nginx/conf.d/*.conf; }\n"), 0o644)
 		l.AddFile("/etc/nginx/conf.d/default.conf", []byte("server {\n    listen 80;\n    root /usr/share/nginx/html;\n}\n"), 0o644)
@@ -167,6 +168,13 @@ func BaseLayer(name string) *Layer {
 	}
 	return l
 }
+
+// dockerEntrypoint is the official nginx image's entrypoint, reduced to what
+// it does with no /docker-entrypoint.d scripts: exec its arguments.
+const dockerEntrypoint = `#!/bin/sh
+set -e
+exec "$@"
+`
 
 const nginxIndex = `<!DOCTYPE html>
 <html>

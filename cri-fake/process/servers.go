@@ -218,7 +218,7 @@ func appletNginx(p *proc) int {
 	p.t.setArgv([]string{"nginx: master process " + strings.Join(p.args, " ")})
 	worker, err := p.c.newTask(p.t, []string{"nginx: worker process"}, Identity{UID: 101, GID: 101})
 	if err == nil {
-		worker.name = "nginx"
+		worker.setName("nginx")
 		defer worker.exit(0)
 	}
 	s := &server{

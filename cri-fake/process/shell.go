@@ -1081,17 +1081,39 @@ func builtinSource(s *shell, args []string, sio io3) int {
 	return s.evalString(string(data), sio)
 }
 
-// builtinExec runs the command and then ends the shell with its status: the
-// command takes the shell's place, as far as anyone outside can tell.
+// builtinExec replaces the shell with the command, as exec(2) does: the
+// command runs in the shell's own process (same pid, its argv shown in the
+// process table), and the shell ends with the command's status.
 func builtinExec(s *shell, args []string, sio io3) int {
 	if len(args) == 1 {
 		// exec with only redirections: applied to the shell's own stdio.
 		s.io = sio
 		return 0
 	}
-	c := &simpleCmd{words: quoteAll(args[1:])}
-	st := s.runSimple(c, sio)
+	env := s.exportedEnv(nil)
+	exe, err := s.p.c.lookPath(args[1], env, s.dir)
+	if err != nil {
+		st := s.execFailed(args[1], err, sio)
+		s.exitReq, s.exitCode = true, st
+		return st
+	}
+	if s.sub {
+		// In a subshell (pipeline, $(...)) the shell shares its task with the
+		// parent: run the command as a child instead.
+		st := s.p.spawn(exe, args[1:], env, s.dir, sio, true)
+		s.exitReq, s.exitCode = true, st
+		return st
+	}
+	t := s.p.t
+	t.execAs(args[1:])
+	t.setHandler(nil)
+	np := &proc{t: t, c: s.p.c, args: args[1:], env: env, dir: s.dir, stdin: sio.in, stdout: sio.out, stderr: sio.err, tty: s.p.tty, exe: exe}
+	st := np.runExecutable()
 	s.exitReq, s.exitCode = true, st
+	// The shell is gone: no EXIT trap runs after a successful exec.
+	s.sig.mu.Lock()
+	delete(s.sig.traps, "EXIT")
+	s.sig.mu.Unlock()
 	return st
 }
 

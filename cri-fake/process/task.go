@@ -173,6 +173,31 @@ func (t *task) setArgv(argv []string) {
 	t.c.mu.Unlock()
 }
 
+// execAs is exec(2): the task now runs argv, so its comm name changes too.
+func (t *task) execAs(argv []string) {
+	t.c.mu.Lock()
+	t.argv = append([]string(nil), argv...)
+	t.name = comm(argv)
+	t.c.mu.Unlock()
+	t.mu.Lock()
+	t.mem = appletMemory(argv)
+	t.mu.Unlock()
+}
+
+// setName sets the comm name (a daemon's worker processes keep the daemon's name).
+func (t *task) setName(name string) {
+	t.c.mu.Lock()
+	t.name = name
+	t.c.mu.Unlock()
+}
+
+// comm returns the comm name.
+func (t *task) comm() string {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	return t.name
+}
+
 func (c *container) task(pid int) *task {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -344,9 +369,12 @@ func (c *container) procFile(rel string) ([]byte, bool) {
 	}
 	switch file {
 	case "cmdline":
-		return []byte(strings.Join(t.argv, "\x00") + "\x00"), true
+		c.mu.Lock()
+		argv := t.argv
+		c.mu.Unlock()
+		return []byte(strings.Join(argv, "\x00") + "\x00"), true
 	case "comm":
-		return []byte(t.name + "\n"), true
+		return []byte(t.comm() + "\n"), true
 	case "environ":
 		return []byte(strings.Join(c.spec.Env, "\x00") + "\x00"), true
 	case "status":
@@ -384,7 +412,7 @@ func (t *task) status() []byte {
 		nnp = 1
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Name:\t%s\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t%d\nPid:\t%d\nPPid:\t%d\n", t.name, t.pid, t.pid, t.ppid)
+	fmt.Fprintf(&b, "Name:\t%s\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t%d\nPid:\t%d\nPPid:\t%d\n", t.comm(), t.pid, t.pid, t.ppid)
 	fmt.Fprintf(&b, "Uid:\t%d\t%d\t%d\t%d\nGid:\t%d\t%d\t%d\t%d\nGroups:\t%s\n", id.UID, id.UID, id.UID, id.UID, id.GID, id.GID, id.GID, id.GID, strings.Join(groups, " "))
 	fmt.Fprintf(&b, "VmRSS:\t%d kB\nThreads:\t1\n", t.memory()/1024)
 	fmt.Fprintf(&b, "CapInh:\t%016x\nCapPrm:\t%016x\nCapEff:\t%016x\nCapBnd:\t%016x\nCapAmb:\t%016x\n", 0, eff, eff, bnd, 0)

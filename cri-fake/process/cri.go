@@ -1,0 +1,379 @@
+package process
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ImageConfig is what the image catalog knows about an image that matters to
+// the process: the OCI image config fields and the catalog's behaviour JSON.
+type ImageConfig struct {
+	Entrypoint []string
+	Cmd        []string
+	Env        []string
+	WorkingDir string
+	// User is the image config user: "1002", "www-data", "1003:1003", "www-data:www-data".
+	User string
+	// Behavior is the catalog's "behavior" object (see ImageBehaviour); may be empty.
+	Behavior json.RawMessage
+}
+
+// ImageBehaviour is the JSON the image catalog may carry per image under
+// "behavior". Every field is optional.
+//
+//	{"base": "nginx", "exitCode": 3, "exitAfter": "5s", "crashOnStart": false,
+//	 "linesPerSecond": 10, "failReadiness": false, "memoryBytes": 67108864,
+//	 "users": [{"name": "app", "uid": 1000, "gid": 1000}],
+//	 "groups": [{"name": "grp", "gid": 50000, "members": ["app"]}],
+//	 "files": {"/etc/motd": "hello\n"}}
+type ImageBehaviour struct {
+	// Base is the base content (BaseLayer); empty means guessed from the command.
+	Base           string `json:"base,omitempty"`
+	ExitCode       *int   `json:"exitCode,omitempty"`
+	ExitAfter      string `json:"exitAfter,omitempty"`
+	CrashOnStart   bool   `json:"crashOnStart,omitempty"`
+	LinesPerSecond int    `json:"linesPerSecond,omitempty"`
+	FailReadiness  bool   `json:"failReadiness,omitempty"`
+	MemoryBytes    uint64 `json:"memoryBytes,omitempty"`
+	Users          []struct {
+		Name string `json:"name"`
+		UID  int    `json:"uid"`
+		GID  int    `json:"gid"`
+		Home string `json:"home,omitempty"`
+	} `json:"users,omitempty"`
+	Groups []struct {
+		Name    string   `json:"name"`
+		GID     int      `json:"gid"`
+		Members []string `json:"members,omitempty"`
+	} `json:"groups,omitempty"`
+	Files map[string]string `json:"files,omitempty"`
+}
+
+// ParseImageBehaviour decodes the catalog's behaviour JSON (empty is fine).
+func ParseImageBehaviour(raw json.RawMessage) (ImageBehaviour, error) {
+	var b ImageBehaviour
+	if len(raw) == 0 || string(raw) == "null" {
+		return b, nil
+	}
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return b, fmt.Errorf("image behavior: %w", err)
+	}
+	return b, nil
+}
+
+// Behaviour converts the catalog form into Spec.Behaviour.
+func (b ImageBehaviour) Behaviour() (Behaviour, error) {
+	out := Behaviour{CrashOnStart: b.CrashOnStart, LinesPerSecond: b.LinesPerSecond, FailReadiness: b.FailReadiness, MemoryBytes: b.MemoryBytes}
+	if b.ExitCode != nil || b.ExitAfter != "" {
+		e := &ExitBehaviour{}
+		if b.ExitCode != nil {
+			e.Code = *b.ExitCode
+		}
+		if b.ExitAfter != "" {
+			d, err := time.ParseDuration(b.ExitAfter)
+			if err != nil {
+				return out, fmt.Errorf("image behavior exitAfter %q: %w", b.ExitAfter, err)
+			}
+			e.After = d
+		}
+		out.Exit = e // with CrashOnStart only the code is used
+	}
+	return out, nil
+}
+
+// Command is the argv a runtime runs, by the rule containerd and Docker share:
+// a container command replaces the image entrypoint and then only the
+// container args follow; otherwise the image entrypoint is followed by the
+// container args, or by the image cmd when there are none.
+func Command(imageEntrypoint, imageCmd, command, args []string) []string {
+	var out []string
+	if len(command) > 0 {
+		out = append(out, command...)
+		return append(out, args...)
+	}
+	out = append(out, imageEntrypoint...)
+	if len(args) > 0 {
+		return append(out, args...)
+	}
+	return append(out, imageCmd...)
+}
+
+// GuessBase picks the base content for a command when the catalog does not
+// say: the program that the image runs decides (nginx, httpd, agnhost,
+// pause), anything else is busybox.
+func GuessBase(argv []string) string {
+	for _, a := range argv {
+		switch path.Base(a) {
+		case "nginx":
+			return "nginx"
+		case "httpd", "httpd-foreground":
+			return "httpd"
+		case "agnhost":
+			return "agnhost"
+		case "pause":
+			if strings.HasPrefix(a, "/") {
+				return "pause"
+			}
+		}
+	}
+	return "busybox"
+}
+
+// ErrGroupWithoutUser is returned when run_as_group is set without a user,
+// which containerd rejects at CreateContainer.
+var ErrGroupWithoutUser = errors.New("user group is specified without user")
+
+// UserError is a run_as_username or image user that /etc/passwd does not
+// know (containerd fails CreateContainer with it).
+type UserError struct{ User string }
+
+func (e *UserError) Error() string {
+	return fmt.Sprintf("unable to find user %s: no matching entries in passwd file", e.User)
+}
+
+type passwdEntry struct {
+	name     string
+	uid, gid int
+}
+
+func readPasswd(fsys *FS) []passwdEntry {
+	data, _ := fsys.ReadFile("/etc/passwd")
+	var out []passwdEntry
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) < 4 {
+			continue
+		}
+		uid, err1 := strconv.Atoi(f[2])
+		gid, err2 := strconv.Atoi(f[3])
+		if err1 == nil && err2 == nil {
+			out = append(out, passwdEntry{f[0], uid, gid})
+		}
+	}
+	return out
+}
+
+func lookupGroup(fsys *FS, name string) (int, bool) {
+	data, _ := fsys.ReadFile("/etc/group")
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) >= 3 && f[0] == name {
+			gid, err := strconv.Atoi(f[2])
+			return gid, err == nil
+		}
+	}
+	return 0, false
+}
+
+// memberGroups are the /etc/group entries listing user as a member
+// (containerd's supplemental groups from the image, policy Merge).
+func memberGroups(fsys *FS, user string) []int {
+	if user == "" {
+		return nil
+	}
+	data, _ := fsys.ReadFile("/etc/group")
+	var out []int
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) < 4 {
+			continue
+		}
+		for _, m := range strings.Split(f[3], ",") {
+			if m == user {
+				if gid, err := strconv.Atoi(f[2]); err == nil {
+					out = append(out, gid)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ResolveIdentity computes the process identity the way containerd does from
+// the image user and the container's security context: run_as_user or
+// run_as_username win over the image user; the primary group comes from
+// run_as_group, the user spec ("uid:gid"), or the user's /etc/passwd entry;
+// supplemental groups are the /etc/group memberships of the user plus the
+// requested ones. Capabilities follow EffectiveCapabilities.
+func ResolveIdentity(fsys *FS, imageUser string, sc *runtimeapi.LinuxContainerSecurityContext) (Identity, error) {
+	var id Identity
+	userSpec := imageUser
+	if sc.GetRunAsUser() != nil {
+		userSpec = strconv.FormatInt(sc.GetRunAsUser().GetValue(), 10)
+	} else if sc.GetRunAsUsername() != "" {
+		userSpec = sc.GetRunAsUsername()
+	}
+	if sc.GetRunAsGroup() != nil && sc.GetRunAsUser() == nil && sc.GetRunAsUsername() == "" {
+		return id, fmt.Errorf("%w: run_as_group %d", ErrGroupWithoutUser, sc.GetRunAsGroup().GetValue())
+	}
+	users := readPasswd(fsys)
+	user, group, hasGroup := strings.Cut(userSpec, ":")
+	if user == "" {
+		user = "0" // no user anywhere: root, with root's groups from the image
+	}
+	if n, err := strconv.Atoi(user); err == nil {
+		id.UID = n
+		for _, u := range users {
+			if u.uid == n {
+				id.GID, id.Username = u.gid, u.name
+				break
+			}
+		}
+	} else {
+		found := false
+		for _, u := range users {
+			if u.name == user {
+				id.UID, id.GID, id.Username, found = u.uid, u.gid, u.name, true
+				break
+			}
+		}
+		if !found {
+			return id, &UserError{User: user}
+		}
+	}
+	if hasGroup && group != "" {
+		if n, err := strconv.Atoi(group); err == nil {
+			id.GID = n
+		} else if gid, ok := lookupGroup(fsys, group); ok {
+			id.GID = gid
+		} else {
+			return id, fmt.Errorf("unable to find group %s: no matching entries in group file", group)
+		}
+	}
+	if sc.GetRunAsGroup() != nil {
+		id.GID = int(sc.GetRunAsGroup().GetValue())
+	}
+	seen := map[int]bool{id.GID: true}
+	add := func(g int) {
+		if !seen[g] {
+			seen[g] = true
+			id.AdditionalGIDs = append(id.AdditionalGIDs, g)
+		}
+	}
+	if sc.GetSupplementalGroupsPolicy() != runtimeapi.SupplementalGroupsPolicy_Strict {
+		for _, g := range memberGroups(fsys, id.Username) {
+			add(g)
+		}
+	}
+	for _, g := range sc.GetSupplementalGroups() {
+		add(int(g))
+	}
+	id.Privileged = sc.GetPrivileged()
+	id.NoNewPrivs = sc.GetNoNewPrivs()
+	id.Capabilities = EffectiveCapabilities(sc.GetCapabilities().GetAddCapabilities(), sc.GetCapabilities().GetDropCapabilities(), sc.GetPrivileged())
+	return id, nil
+}
+
+// FromCRI builds the Spec of a container's main process from its CRI config,
+// its sandbox's config and the image: command, environment, working
+// directory, identity, hostname, and the file system view (mounts onto the
+// real host paths, DNS, sysctls, read-only rootfs, masked and read-only
+// paths). The runtime then sets Stdin/Stdout/Stderr (log writer, attach) and
+// NetNS or Listen, and calls Start. Errors are what containerd reports at
+// CreateContainer (unknown user, run_as_group without a user, a missing
+// host path).
+func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConfig, img ImageConfig, podIPs []string) (Spec, error) {
+	var spec Spec
+	ib, err := ParseImageBehaviour(img.Behavior)
+	if err != nil {
+		return spec, err
+	}
+	spec.Behaviour, err = ib.Behaviour()
+	if err != nil {
+		return spec, err
+	}
+	spec.Args = Command(img.Entrypoint, img.Cmd, cfg.GetCommand(), cfg.GetArgs())
+	if len(spec.Args) == 0 {
+		return spec, errors.New("no command specified")
+	}
+	base := ib.Base
+	if base == "" {
+		base = GuessBase(append(append([]string(nil), img.Entrypoint...), img.Cmd...))
+		if base == "busybox" {
+			base = GuessBase(spec.Args)
+		}
+	}
+	layer := BaseLayer(base)
+	for p, content := range ib.Files {
+		layer.AddFile(p, []byte(content), 0o644)
+	}
+
+	hostNetwork := sandbox.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
+	hostname := sandbox.GetHostname()
+	if hostNetwork {
+		// A host-network container sees the node's name.
+		if h, err := os.Hostname(); err == nil {
+			hostname = h
+		}
+	}
+	if hostname == "" {
+		hostname = sandbox.GetMetadata().GetName()
+	}
+	sc := cfg.GetLinux().GetSecurityContext()
+	fcfg := FSConfig{
+		Image:          layer,
+		Hostname:       hostname,
+		IPs:            podIPs,
+		Sysctls:        sandbox.GetLinux().GetSysctls(),
+		ReadonlyRootfs: sc.GetReadonlyRootfs(),
+	}
+	if d := sandbox.GetDnsConfig(); d != nil && !hostNetwork {
+		fcfg.DNS = &DNSConfig{Servers: d.GetServers(), Searches: d.GetSearches(), Options: d.GetOptions()}
+	}
+	if !sc.GetPrivileged() {
+		// containerd ignores masked and read-only paths for privileged containers.
+		fcfg.MaskedPaths = sc.GetMaskedPaths()
+		fcfg.ReadonlyPaths = sc.GetReadonlyPaths()
+	}
+	for _, u := range ib.Users {
+		fcfg.Users = append(fcfg.Users, User{Name: u.Name, UID: u.UID, GID: u.GID, Home: u.Home})
+	}
+	for _, g := range ib.Groups {
+		fcfg.Groups = append(fcfg.Groups, Group{Name: g.Name, GID: g.GID, Members: g.Members})
+	}
+	for _, m := range cfg.GetMounts() {
+		if m.GetImage() != nil {
+			return spec, fmt.Errorf("mount %q: image volumes are not simulated", m.GetContainerPath())
+		}
+		fcfg.Mounts = append(fcfg.Mounts, Mount{ContainerPath: m.GetContainerPath(), HostPath: m.GetHostPath(), Readonly: m.GetReadonly()})
+	}
+	spec.FS, err = NewFS(fcfg)
+	if err != nil {
+		return spec, err
+	}
+	spec.Identity, err = ResolveIdentity(spec.FS, img.User, sc)
+	if err != nil {
+		return spec, err
+	}
+	spec.Env = mergeEnv(img.Env, cfg.GetEnvs())
+	spec.WorkingDir = cfg.GetWorkingDir()
+	if spec.WorkingDir == "" {
+		spec.WorkingDir = img.WorkingDir
+	}
+	if spec.WorkingDir != "" {
+		// runc creates a missing working directory.
+		_ = spec.FS.MkdirAll(spec.WorkingDir, 0o755)
+	}
+	spec.Hostname = hostname
+	spec.TTY = cfg.GetTty()
+	return spec, nil
+}
+
+// mergeEnv is the image environment overridden by the container's.
+func mergeEnv(image []string, envs []*runtimeapi.KeyValue) []string {
+	out := append([]string(nil), image...)
+	for _, kv := range envs {
+		k := kv.GetKey()
+		out = unsetEnv(out, k)
+		out = append(out, k+"="+string(kv.GetValue()))
+	}
+	return out
+}
