@@ -35,9 +35,12 @@ Without --cri-endpoint or --dir it starts a fresh cri-fake (and csi-fake) with t
 	image := fs.String("image", "busybox", "image of every container")
 	relist := fs.Duration("relist", time.Second, "PLEG relist period (0: off)")
 	withCSI := fs.Bool("csi", false, "also run a PVC volume lifecycle per pod (CreateVolume … DeleteVolume)")
-	cni := fs.String("cni", "default", "for a fresh cri-fake: default (cni-fake chain) or none (no CNI, the runtime's built-in addresses)")
+	cni := fs.String("cni", "default", "for a fresh cri-fake: default (the cni-fake chain, exec'd per pod) or off (no CNI: cri-fake's built-in addresses, to measure the CRI alone)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cni != "default" && *cni != "off" {
+		return fmt.Errorf("--cni %q: want default or off", *cni)
 	}
 	if err := t.prepare(); err != nil {
 		return err
@@ -76,7 +79,7 @@ Without --cri-endpoint or --dir it starts a fresh cri-fake (and csi-fake) with t
 		defer n.Close()
 		criConn, csiNode, csiCtrl = n.CRIConn, n.CSIConn, n.CSIControllerConn
 		kubeletDir = n.KubeletDir
-		chain := "no CNI"
+		chain := "CNI off"
 		if *cni == "default" {
 			chain = "CNI chain cni-fake"
 			if n.Portmap {

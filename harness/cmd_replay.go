@@ -56,6 +56,12 @@ every step; each step whose code differs from the recorded one is a mismatch (ex
 		fs.Usage()
 		return exitError(2)
 	}
+	if *run {
+		// First, since it may re-execute the harness in a network namespace of its own.
+		if err := t.prepare(); err != nil {
+			return err
+		}
+	}
 	events, err := readTraces(fs.Args())
 	if err != nil {
 		return err
@@ -93,9 +99,6 @@ every step; each step whose code differs from the recorded one is a mismatch (ex
 	}
 	sc, err := scenario.Parse(y, file)
 	if err != nil {
-		return err
-	}
-	if err := t.prepare(); err != nil {
 		return err
 	}
 	env, _, closeNode, err := t.node(sc, "")

@@ -43,7 +43,9 @@ import (
 type Options struct {
 	// Dir holds everything; empty means a temp dir (t.TempDir() in Start).
 	Dir string
-	// CNI is "default" (the cni-fake conflist) or "none" (an empty conf dir).
+	// CNI is "default" (the cni-fake conflist), "none" (an empty conf dir: NetworkReady=false, as
+	// on a node before its CNI installer ran) or "off" (no CNI at all: cri-fake hands out
+	// addresses itself; for load runs that measure the CRI alone).
 	CNI string
 	// Portmap chains the real portmap plugin after cni-fake, as Calico's conflist does. portmap
 	// writes iptables rules in the network namespace the runtime runs in, so only set it when this
@@ -117,7 +119,7 @@ func Start(t testing.TB, o Options) *Node {
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
 	}
-	if o.BinDir == "" && FindBinDir("") == "" {
+	if o.BinDir == "" && o.CNI != "off" && FindBinDir("") == "" {
 		o.BinDir = buildCNIFake(t)
 	}
 	n, err := StartNode(o)
@@ -204,8 +206,10 @@ func StartNode(o Options) (_ *Node, retErr error) {
 			return nil, err
 		}
 	}
-	if err := n.installPlugins(o); err != nil {
-		return nil, err
+	if o.CNI != "off" {
+		if err := n.installPlugins(o); err != nil {
+			return nil, err
+		}
 	}
 	if o.CNI == "default" {
 		if err := os.WriteFile(filepath.Join(n.CNIConfDir, "10-plugsim.conflist"), Conflist("plugsim", "10.88.0.0/16", n.CNILog, filepath.Join(dir, "var/lib/cni"), o.Portmap), 0o644); err != nil {
@@ -221,12 +225,16 @@ func StartNode(o Options) (_ *Node, retErr error) {
 		}
 	}
 	n.CRIEndpoint = "unix://" + filepath.Join(dir, "run/cri.sock")
+	confDir := n.CNIConfDir
+	if o.CNI == "off" {
+		confDir = ""
+	}
 	n.CRI, err = criserver.Start(criserver.Options{
 		AdminSocket:     n.CRIAdmin,
 		TraceCapacity:   o.TraceCapacity,
 		Endpoint:        n.CRIEndpoint,
 		RootDir:         filepath.Join(dir, "var/lib/cri-fake"),
-		CNIConfDir:      n.CNIConfDir,
+		CNIConfDir:      confDir,
 		CNIBinDirs:      []string{n.CNIBinDir},
 		RuntimeHandlers: o.RuntimeHandlers,
 		TraceFile:       filepath.Join(dir, "var/log/plugsim/cri.jsonl"),

@@ -1,0 +1,132 @@
+package clients
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/harness/wiring"
+	"github.com/plugsim/plugsim/internal/faults"
+	"github.com/plugsim/plugsim/internal/trace"
+)
+
+// calls lists method:code of the recorded events of one interface.
+func calls(evs []trace.Event, iface string) []string {
+	var out []string
+	for _, ev := range evs {
+		if ev.Interface == iface {
+			out = append(out, ev.Method+":"+ev.Code)
+		}
+	}
+	return out
+}
+
+// A registry that fails twice: EnsureImage must retry and then succeed, and must not pull when
+// the image is already there.
+func TestEnsureImageRetriesAnUnavailableRegistry(t *testing.T) {
+	node := wiring.Start(t, wiring.Options{CNI: "off", NoCSI: true})
+	if _, err := node.CRI.Faults().Add(faults.Rule{Method: "PullImage", Code: "Unavailable", Message: "registry down", Times: 2}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id, err := EnsureImage(ctx, node.Images, "busybox", 5, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id == "" {
+		t.Fatal("no image ID")
+	}
+	want := []string{"ImageStatus:OK", "PullImage:Unavailable", "PullImage:Unavailable", "PullImage:OK"}
+	if got := calls(node.CRI.Recorder().Events(), trace.CRI); !slices.Equal(got, want) {
+		t.Errorf("calls %v, want %v", got, want)
+	}
+
+	// Present now: one ImageStatus, no pull.
+	node.CRI.Recorder().Reset()
+	if _, err := EnsureImage(ctx, node.Images, "busybox", 5, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls(node.CRI.Recorder().Events(), trace.CRI); !slices.Equal(got, []string{"ImageStatus:OK"}) {
+		t.Errorf("second EnsureImage made %v", got)
+	}
+}
+
+// A registry miss is not retried: NotFound is final.
+func TestEnsureImageGivesUpOnAMissingImage(t *testing.T) {
+	node := wiring.Start(t, wiring.Options{CNI: "off", NoCSI: true})
+	_, err := EnsureImage(context.Background(), node.Images, "example.com/nope:1", 5, time.Millisecond)
+	if status.Code(errorsCause(err)) != codes.NotFound {
+		t.Fatalf("error %v, want NotFound", err)
+	}
+	if n := len(calls(node.CRI.Recorder().Events(), trace.CRI)); n != 2 {
+		t.Errorf("%d calls, want ImageStatus and one PullImage", n)
+	}
+}
+
+func errorsCause(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}
+
+// The monitoring agent counts running containers per pod: arrange the runtime's state with the
+// ordinary CRI calls, then check the agent's answer and that it made a single filtered list.
+func TestRunningContainersPerPod(t *testing.T) {
+	node := wiring.Start(t, wiring.Options{CNI: "off", NoCSI: true})
+	ctx := context.Background()
+	img, err := node.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "busybox"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(pod string, n, stop int) {
+		cfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: pod, Namespace: "default", Uid: pod}}
+		sb, err := node.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			c, err := node.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+				PodSandboxId: sb.PodSandboxId, SandboxConfig: cfg,
+				Config: &runtimeapi.ContainerConfig{
+					Metadata: &runtimeapi.ContainerMetadata{Name: string(rune('a' + i))},
+					Image:    &runtimeapi.ImageSpec{Image: img.ImageRef},
+					Labels:   map[string]string{"io.kubernetes.pod.uid": pod},
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := node.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
+				t.Fatal(err)
+			}
+			if i < stop {
+				if _, err := node.Runtime.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c.ContainerId}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	start("pod-a", 3, 1) // two still running
+	start("pod-b", 1, 0)
+	node.CRI.Recorder().Reset()
+	got, err := RunningContainers(ctx, node.Runtime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["pod-a"] != 2 || got["pod-b"] != 1 || len(got) != 2 {
+		t.Errorf("running per pod = %v, want pod-a:2 pod-b:1", got)
+	}
+	evs := node.CRI.Recorder().Events()
+	if len(evs) != 1 || evs[0].Method != "ListContainers" || string(evs[0].Request) != `{"filter":{"state":{"state":"CONTAINER_RUNNING"}}}` {
+		t.Errorf("recorded %+v, want one ListContainers filtered by state", evs)
+	}
+}

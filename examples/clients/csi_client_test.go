@@ -1,0 +1,52 @@
+package clients
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/plugsim/plugsim/harness/wiring"
+	"github.com/plugsim/plugsim/internal/faults"
+	"github.com/plugsim/plugsim/internal/trace"
+)
+
+// CreateVolume times out once (a 3 s delay against the client's 2 s deadline): the provisioner
+// retries, and the driver's idempotency turns the retry into the one volume the first call made.
+func TestProvisionRetriesATimeoutIdempotently(t *testing.T) {
+	node := wiring.Start(t, wiring.Options{CNI: "off"})
+	if _, err := node.CSI.Faults().Add(faults.Rule{Method: "CreateVolume", Code: "DeadlineExceeded", Delay: faults.Duration(3e9), Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	vol, err := Provision(ctx, node.Controller, "pvc-1234", 1<<30, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vol.CapacityBytes < 1<<30 {
+		t.Errorf("capacity %d, want at least 1Gi", vol.CapacityBytes)
+	}
+	if got := calls(node.CSI.Recorder().Events(), trace.CSI); !slices.Equal(got, []string{"CreateVolume:DeadlineExceeded", "CreateVolume:OK"}) {
+		t.Errorf("calls %v", got)
+	}
+	list, err := node.Controller.ListVolumes(ctx, &csi.ListVolumesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Entries) != 1 {
+		t.Errorf("%d volumes exist, want 1", len(list.Entries))
+	}
+}
+
+// A final error (InvalidArgument) is not retried.
+func TestProvisionStopsOnAFinalError(t *testing.T) {
+	node := wiring.Start(t, wiring.Options{CNI: "off"})
+	node.CSI.Faults().Add(faults.Rule{Method: "CreateVolume", Match: map[string]string{"name": "pvc-bad*"}, Code: "InvalidArgument", Message: "unsupported parameter"})
+	if _, err := Provision(context.Background(), node.Controller, "pvc-bad", 1<<30, 3); err == nil {
+		t.Fatal("Provision succeeded")
+	}
+	if got := calls(node.CSI.Recorder().Events(), trace.CSI); !slices.Equal(got, []string{"CreateVolume:InvalidArgument"}) {
+		t.Errorf("calls %v, want a single CreateVolume", got)
+	}
+}
