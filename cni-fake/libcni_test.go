@@ -325,3 +325,68 @@ func macOf(t testing.TB, n ns.NetNS, ifName string) string {
 	})
 	return mac.String()
 }
+
+// Dual stack in veth mode: one address from each range set, both configured in the pod, and both
+// reachable from the host namespace through the host routes (IPv6 with nodad, so at once).
+func TestLibcniVethDualStack(t *testing.T) {
+	netnstest.RequireRoot(t)
+	ctx := context.Background()
+	hostNS, podNS := netnstest.New(t), netnstest.New(t)
+	dir := t.TempDir()
+	list := exampleList(t, dir, modeVeth, "1.1.0")
+	var m map[string]any
+	json.Unmarshal(list.Bytes, &m)
+	m["plugins"].([]any)[0].(map[string]any)["ipam"] = map[string]any{
+		"type":   "cni-fake",
+		"ranges": [][]map[string]string{{{"subnet": "10.88.0.0/16"}}, {{"subnet": "fd00:88::/64"}}},
+		"routes": []map[string]string{{"dst": "0.0.0.0/0"}, {"dst": "::/0"}},
+	}
+	b, _ := json.Marshal(m)
+	list, err := libcni.NetworkConfFromBytes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := libcniConfig(t)
+	rt := containerdRuntimeConf("dual", podNS.Path())
+	var res *current.Result
+	inHost(t, hostNS, func() error {
+		r, err := cfg.AddNetworkList(ctx, list, rt)
+		if err != nil {
+			return err
+		}
+		res, err = current.NewResultFromResult(r)
+		return err
+	})
+	if len(res.IPs) != 2 || res.IPs[1].Address.String() != "fd00:88::2/64" || res.IPs[1].Gateway.String() != "fd00:88::1" || len(res.Routes) != 2 || res.Routes[1].GW.String() != "fd00:88::1" {
+		t.Fatalf("dual-stack result: %+v", res)
+	}
+	var ln net.Listener
+	inNS(t, podNS, func() (err error) {
+		ln, err = net.Listen("tcp", ":8080")
+		return err
+	})
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("ok"))
+			c.Close()
+		}
+	}()
+	inHost(t, hostNS, func() error {
+		for _, ip := range res.IPs {
+			c, err := net.Dial("tcp", net.JoinHostPort(ip.Address.IP.String(), "8080"))
+			if err != nil {
+				return fmt.Errorf("connect to the pod at %s from the host namespace: %v", ip.Address.IP, err)
+			}
+			c.Close()
+		}
+		return cfg.DelNetworkList(ctx, list, rt)
+	})
+	if slices.Contains(netnstest.Links(t, podNS), "eth0") {
+		t.Fatal("eth0 left after DEL")
+	}
+}

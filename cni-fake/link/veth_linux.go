@@ -130,7 +130,11 @@ func Setup(c Config) (host, pod Iface, retErr error) {
 		// ptp's host side: the gateway address as a /32 (/128) on the host veth, and a host route
 		// to the pod address through it. Several host veths may carry the same gateway address.
 		gw := netip.PrefixFrom(a.Gateway, a.Gateway.BitLen())
-		if err := netlink.AddrAdd(hl, addrOf(gw)); err != nil && !errors.Is(err, syscall.EEXIST) {
+		ga := addrOf(gw)
+		if !gw.Addr().Is4() {
+			ga.Flags = syscall.IFA_F_NODAD // usable at once, like the pod side
+		}
+		if err := netlink.AddrAdd(hl, ga); err != nil && !errors.Is(err, syscall.EEXIST) {
 			return host, pod, fmt.Errorf("add %s to %s: %v", gw, c.HostName, err)
 		}
 		dst := netip.PrefixFrom(a.Prefix.Addr(), a.Prefix.Addr().BitLen())
