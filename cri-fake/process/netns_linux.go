@@ -1,6 +1,7 @@
 package process
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -26,6 +27,23 @@ func ListenInNetNS(nsPath, network, address string) (net.Listener, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// DialInNetNS connects to address from inside the network namespace at nsPath
+// (for PortForward into a pod whose servers listen in its namespace). The
+// connect happens on the locked thread; the connection keeps working after.
+func DialInNetNS(ctx context.Context, nsPath, network, address string) (net.Conn, error) {
+	var c net.Conn
+	err := ns.WithNetNSPath(nsPath, func(ns.NetNS) error {
+		var d net.Dialer
+		var err error
+		c, err = d.DialContext(ctx, network, address)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // readProcNet reads /proc/net/<file> as seen from the container's network

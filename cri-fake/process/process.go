@@ -185,6 +185,8 @@ type Process struct {
 	startedAt  time.Time
 	finishedAt time.Time
 	gates      []*gate
+	width      uint16
+	height     uint16
 }
 
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -500,6 +502,14 @@ func (p *Process) FinishedAt() time.Time {
 	return p.finishedAt
 }
 
+// Resize records a terminal size change from the streaming server's resize
+// channel. No applet lays out output by width, so the size is only kept.
+func (p *Process) Resize(width, height uint16) {
+	p.mu.Lock()
+	p.width, p.height = width, height
+	p.mu.Unlock()
+}
+
 // ReadinessFailing reports the image behaviour FailReadiness.
 func (p *Process) ReadinessFailing() bool { return !p.c.readiness }
 
@@ -603,7 +613,9 @@ func (c *container) processes() []ProcessInfo {
 	return out
 }
 
-// Stats returns simulated resource figures for the whole container.
+// Stats returns simulated resource figures for the whole container (the same
+// for the main process and its execs). After the main process ended, memory
+// is 0 and CPU time stops growing.
 func (p *Process) Stats() Stats {
 	c := p.c
 	c.mu.Lock()
@@ -624,9 +636,9 @@ func (p *Process) Stats() Stats {
 	}
 	c.cpuAt = now
 	cpu := c.cpu
-	c.mu.Unlock()
-	if _, exited := p.ExitCode(); !exited || p.t.pid == 1 {
+	if !c.dead {
 		mem += c.spec.Behaviour.MemoryBytes
 	}
+	c.mu.Unlock()
 	return Stats{MemoryBytes: mem, CPUNanos: uint64(cpu), WritableLayerBytes: uint64(c.fs.WritableLayerBytes()), Processes: n}
 }

@@ -184,6 +184,21 @@ func TestListenInNetNS(t *testing.T) {
 	if body != "in-ns" {
 		t.Errorf("body %q", body)
 	}
+	// PortForward's path: a connection made from inside the namespace.
+	conn, err := DialInNetNS(t.Context(), netns.Path(), "tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatalf("DialInNetNS: %v", err)
+	}
+	fmt.Fprintf(conn, "GET /echo?msg=pf HTTP/1.0\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	conn.Close()
+	if string(b) != "pf" {
+		t.Errorf("through DialInNetNS: %q", b)
+	}
 	// The host namespace has no listener on that port from this server.
 	if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond); err == nil {
 		c.Close()
