@@ -47,17 +47,12 @@ func (s *Service) filterContainers(id, sandboxID string, selector map[string]str
 		if err != nil {
 			return nil
 		}
-		// InSandbox is unordered; keep creation order for stable output.
-		in := map[string]bool{}
-		for _, c := range s.containers.InSandbox(sb.ID) {
-			in[c.ID] = true
-		}
-		for _, c := range s.containers.List() {
-			if in[c.ID] {
-				cs = append(cs, c)
-			}
-		}
+		cs = s.containers.InSandbox(sb.ID)
 	default:
+		if uid, ok := selector[store.PodUIDLabel]; ok {
+			cs = s.containers.InPod(uid) // the kubelet's GetPodStatus query
+			break
+		}
 		cs = s.containers.List()
 	}
 	out := cs[:0:0]

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/store"
 )
 
 // ListPodSandbox lists sandboxes, filtered by ID (full or prefix), state and label selector (every
@@ -30,7 +32,12 @@ func (s *Service) listSandboxes(f *runtimeapi.PodSandboxFilter) []*runtimeapi.Po
 		}
 		return nil
 	}
-	all := s.sandboxes.List()
+	var all []*store.Sandbox
+	if uid, ok := f.GetLabelSelector()[store.PodUIDLabel]; ok {
+		all = s.sandboxes.InPod(uid) // the kubelet's GetPodStatus query, answered from an index
+	} else {
+		all = s.sandboxes.List()
+	}
 	out := make([]*runtimeapi.PodSandbox, 0, len(all))
 	for _, sb := range all {
 		if f.GetState() != nil && sb.Status().State != f.GetState().GetState() {

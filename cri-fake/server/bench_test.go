@@ -309,6 +309,13 @@ func BenchmarkLargeNode(b *testing.B) {
 			}
 			return err
 		}},
+		{"ListContainers/by-pod-uid-label", func() error {
+			r, err := client.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: map[string]string{"io.kubernetes.pod.uid": "uid-77"}}})
+			if err == nil && len(r.Containers) != perPod {
+				err = fmt.Errorf("%d containers listed by pod uid", len(r.Containers))
+			}
+			return err
+		}},
 		{"ListContainers/by-sandbox", func() error {
 			r, err := client.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: podIDs[7]}})
 			if err == nil && len(r.Containers) != perPod {

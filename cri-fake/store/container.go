@@ -206,14 +206,11 @@ func ContainerName(c *runtimeapi.ContainerMetadata, s *runtimeapi.PodSandboxMeta
 // ContainerStore holds the containers.
 type ContainerStore struct {
 	idx index[*Container]
-
-	mu        sync.RWMutex
-	bySandbox map[string]map[string]*Container
 }
 
 // NewContainerStore returns an empty store.
 func NewContainerStore() *ContainerStore {
-	return &ContainerStore{idx: newIndex[*Container](), bySandbox: map[string]map[string]*Container{}}
+	return &ContainerStore{idx: newIndex[*Container]()}
 }
 
 // Reserve claims a container name for an ID.
@@ -222,17 +219,14 @@ func (s *ContainerStore) Reserve(name, id string) error { return s.idx.reserve(n
 // Release frees a container name.
 func (s *ContainerStore) Release(name string) { s.idx.release(name) }
 
+// Containers are indexed by sandbox through the pod-UID index keyed with a prefix no label
+// value can have, so one index serves both lookups.
+func sandboxKey(id string) string { return "\x00sandbox/" + id }
+
 // Add inserts a container.
 func (s *ContainerStore) Add(c *Container) {
-	s.idx.add(c.ID, c)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.bySandbox[c.SandboxID]
-	if m == nil {
-		m = map[string]*Container{}
-		s.bySandbox[c.SandboxID] = m
-	}
-	m[c.ID] = c
+	s.idx.add(c.ID, c.Config.GetLabels()[PodUIDLabel], c)
+	s.idx.add(c.ID, sandboxKey(c.SandboxID), c)
 }
 
 // Get finds a container by ID or unique ID prefix.
@@ -240,32 +234,28 @@ func (s *ContainerStore) Get(idOrPrefix string) (*Container, error) { return s.i
 
 // Delete removes a container and frees its name.
 func (s *ContainerStore) Delete(c *Container) {
-	s.idx.remove(c.ID)
-	s.idx.release(c.Name)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if m := s.bySandbox[c.SandboxID]; m != nil {
+	s.idx.mu.Lock()
+	if m := s.idx.byPod[sandboxKey(c.SandboxID)]; m != nil {
 		delete(m, c.ID)
 		if len(m) == 0 {
-			delete(s.bySandbox, c.SandboxID)
+			delete(s.idx.byPod, sandboxKey(c.SandboxID))
 		}
 	}
+	s.idx.mu.Unlock()
+	s.idx.remove(c.ID, c.Config.GetLabels()[PodUIDLabel])
+	s.idx.release(c.Name)
 }
 
 // List returns every container in creation order.
 func (s *ContainerStore) List() []*Container { return s.idx.list() }
 
-// InSandbox returns the containers of one sandbox.
+// InSandbox returns the containers of one sandbox, in creation order.
 func (s *ContainerStore) InSandbox(sandboxID string) []*Container {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	m := s.bySandbox[sandboxID]
-	out := make([]*Container, 0, len(m))
-	for _, c := range m {
-		out = append(out, c)
-	}
-	return out
+	return s.idx.inPod(sandboxKey(sandboxID))
 }
+
+// InPod returns the containers labelled io.kubernetes.pod.uid=uid, in creation order.
+func (s *ContainerStore) InPod(uid string) []*Container { return s.idx.inPod(uid) }
 
 // Len is the number of containers.
 func (s *ContainerStore) Len() int { return s.idx.len() }

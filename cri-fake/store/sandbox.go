@@ -98,7 +98,7 @@ func (s *SandboxStore) Release(name string) { s.idx.release(name) }
 
 // Add inserts a sandbox; a new Sandbox is READY (the zero PodSandboxState).
 func (s *SandboxStore) Add(sb *Sandbox) {
-	s.idx.add(sb.ID, sb)
+	s.idx.add(sb.ID, sb.Config.GetLabels()[PodUIDLabel], sb)
 }
 
 // Get finds a sandbox by ID or unique ID prefix.
@@ -106,12 +106,15 @@ func (s *SandboxStore) Get(idOrPrefix string) (*Sandbox, error) { return s.idx.g
 
 // Delete removes a sandbox and frees its name.
 func (s *SandboxStore) Delete(sb *Sandbox) {
-	s.idx.remove(sb.ID)
+	s.idx.remove(sb.ID, sb.Config.GetLabels()[PodUIDLabel])
 	s.idx.release(sb.Name)
 }
 
 // List returns every sandbox in creation order.
 func (s *SandboxStore) List() []*Sandbox { return s.idx.list() }
+
+// InPod returns the sandboxes labelled io.kubernetes.pod.uid=uid, in creation order.
+func (s *SandboxStore) InPod(uid string) []*Sandbox { return s.idx.inPod(uid) }
 
 // Len is the number of sandboxes.
 func (s *SandboxStore) Len() int { return s.idx.len() }
