@@ -124,3 +124,21 @@ func TestParseCatalogErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestExampleCatalog(t *testing.T) {
+	c, err := LoadCatalog("../../examples/cri/image-catalog.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok1 := c.Lookup(Reference{Repository: "registry.example.com/shop/frontend", Tag: "2.4"})
+	b, ok2 := c.Lookup(Reference{Repository: "mirror.example.org/shop/frontend", Tag: "latest"})
+	if !ok1 || !ok2 || a != b || a.PullDuration() != 1500*time.Millisecond {
+		t.Fatalf("frontend: %v %v", a, b)
+	}
+	if _, ok := c.Lookup(Reference{Repository: "registry.example.com/shop/cart", Digest: "sha256:4bd07fd2c1a5a4cbd0c7e9b2f1a9d3c6e8f7a1b2c3d4e5f60718293a4b5c6d7e"}); !ok {
+		t.Fatal("cart by digest not found")
+	}
+	if m, ok := c.Lookup(Reference{Repository: "registry.example.com/tools/migrate", Tag: "v3"}); !ok || len(m.Behavior) == 0 {
+		t.Fatal("migrate behavior lost")
+	}
+}

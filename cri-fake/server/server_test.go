@@ -330,3 +330,15 @@ func TestCNIConfigAppearsWithoutRestart(t *testing.T) {
 		t.Fatalf("%d CNI ADD events in the trace, want 1", cniEvents)
 	}
 }
+
+func TestExampleFaultsFile(t *testing.T) {
+	s, c := start(t, Options{FaultsFile: "../../examples/cri/faults.yaml"})
+	if n := len(s.Faults().Rules()); n != 4 {
+		t.Fatalf("%d rules loaded, want 4", n)
+	}
+	_, err := c.rt.RunPodSandbox(context.Background(), &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "flaky-1", Namespace: "default", Uid: "u"}}})
+	if status.Code(err) != codes.Unknown || !strings.Contains(err.Error(), "no IP addresses available") {
+		t.Fatalf("cni-failure rule: %v", err)
+	}
+}
