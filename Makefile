@@ -85,8 +85,18 @@ e2e-harness: deps build tools ## every example scenario, kubelet load, record an
 bench: build tools ## benchmarks, each compared in the same run with its reference
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 
-demo: build tools ## the main job: start the fakes and show what crosses each boundary
-	$(BIN)/cri-fake --help | head -5
+DEMO_OUT := $(CURDIR)/demo-out
+
+# The harness starts cri-fake (cni-fake → portmap chain) and csi-fake afresh for each scenario, prints
+# every boundary crossing under the step that caused it, and writes one SVG (and Mermaid) diagram per
+# scenario. As root it runs in a network namespace of its own, so portmap's iptables rules stay there.
+demo: deps build $(BIN)/portmap ## the main job: start the fakes and show what crosses each boundary
+	@mkdir -p $(DEMO_OUT)
+	$(BIN)/harness run --diagram-dir $(DEMO_OUT) --junit $(DEMO_OUT)/junit.xml examples/scenarios/*.yaml
+	@echo ""
+	@echo "Sequence diagrams, one per scenario (open them in a browser):"
+	@ls -1 $(DEMO_OUT)/*.svg | sed 's/^/  /'
+	@echo "Mermaid versions beside them (*.mmd); JUnit report: $(DEMO_OUT)/junit.xml"
 
 clean: ## remove bin/ and the test caches
 	rm -rf $(BIN)
