@@ -45,6 +45,12 @@ type fake struct {
 // startFake runs bin/cri-fake on a socket in a temporary directory; extra flags are appended.
 func startFake(t *testing.T, flags ...string) *fake {
 	t.Helper()
+	return startFakeWrapped(t, nil, flags...)
+}
+
+// startFakeWrapped runs cri-fake under a wrapper command (unshare ...) when wrap is set.
+func startFakeWrapped(t *testing.T, wrap []string, flags ...string) *fake {
+	t.Helper()
 	dir := t.TempDir()
 	f := &fake{dir: dir, endpoint: "unix://" + filepath.Join(dir, "cri.sock"), confDir: filepath.Join(dir, "net.d"), log: &bytes.Buffer{}}
 	os.MkdirAll(f.confDir, 0o755)
@@ -55,7 +61,8 @@ func startFake(t *testing.T, flags ...string) *fake {
 		"--cni-bin-dir", os.Getenv("PLUGSIM_BIN"),
 		"--trace", filepath.Join(dir, "trace.jsonl"),
 	}, flags...)
-	cmd := exec.Command(tool(t, "cri-fake"), args...)
+	argv := append(append(wrap[:len(wrap):len(wrap)], tool(t, "cri-fake")), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = f.log, f.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -227,4 +234,47 @@ func TestCrictl(t *testing.T) {
 	// The trace holds the CRI calls and the CNI ADD/DEL cri-fake made.
 	trace, _ := os.ReadFile(filepath.Join(f.dir, "trace.jsonl"))
 	mustContain(t, "trace", string(trace), `"method":"RunPodSandbox"`, `"interface":"CNI","caller":"cri-fake"`, `"method":"ADD"`, `"method":"DEL"`)
+}
+
+// TestRealNetNS runs cri-fake with --netns=real and the real bridge and host-local plugins, inside
+// a network namespace of its own (unshare -n) that acts as the host: the bridge, the veths and
+// the pods' namespaces exist only there, and nothing routes out of the machine.
+func TestRealNetNS(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("--netns=real creates network namespaces: run as root")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Fatalf("unshare (util-linux) is needed: %v", err)
+	}
+	tool(t, "bridge")
+	tool(t, "host-local")
+	dir := t.TempDir()
+	f := startFakeWrapped(t, []string{unshare, "--net"}, "--netns", "real")
+	conf := fmt.Sprintf(`{"cniVersion":"1.0.0","name":"e2e-bridge","plugins":[{"type":"bridge","bridge":"plugsim0","isGateway":true,
+"ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.199.0.0/24"}]]}}]}`, filepath.Join(dir, "ipam"))
+	if err := os.WriteFile(filepath.Join(f.confDir, "10-bridge.conflist"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pod := filepath.Join(f.dir, "pod.json")
+	os.WriteFile(pod, []byte(`{"metadata":{"name":"real","namespace":"default","uid":"real-uid","attempt":0},"linux":{}}`), 0o644)
+	podID := strings.TrimSpace(f.crictl(t, "runp", pod))
+	inspect := f.crictl(t, "inspectp", podID)
+	mustContain(t, "inspectp", inspect, `"ip": "10.199.0.`, `"netNamespace": "`+filepath.Join(f.dir, "root", "netns"))
+	m := regexp.MustCompile(`"netNamespace": "([^"]+)"`).FindStringSubmatch(inspect)
+	// The pod's namespace is real: eth0 with the address CNI gave it.
+	out, err := exec.Command("nsenter", "--net="+m[1], "ip", "-4", "-o", "addr", "show", "dev", "eth0").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "10.199.0.") {
+		t.Fatalf("eth0 in the pod netns: %v\n%s", err, out)
+	}
+	f.crictl(t, "stopp", podID)
+	if _, err := os.Stat(m[1]); !os.IsNotExist(err) {
+		t.Fatalf("netns %s still there after stopp: %v", m[1], err)
+	}
+	f.crictl(t, "rmp", podID)
+	// host-local released the address on DEL.
+	leases, _ := filepath.Glob(filepath.Join(dir, "ipam", "e2e-bridge", "10.199.0.*"))
+	if len(leases) != 0 {
+		t.Fatalf("IPAM leases left after DEL: %v", leases)
+	}
 }
