@@ -505,13 +505,11 @@ func appletKill(p *proc) int {
 		}
 		var targets []*task
 		if pid == -1 || pid == 0 {
-			p.c.mu.Lock()
-			for _, t := range p.c.tasks {
+			for _, t := range p.c.nsTasks() {
 				if t != p.t {
 					targets = append(targets, t)
 				}
 			}
-			p.c.mu.Unlock()
 		} else if t := p.c.task(pid); t != nil {
 			targets = append(targets, t)
 		}

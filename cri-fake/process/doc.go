@@ -22,6 +22,7 @@
 //	spec.Stdout, spec.Stderr = logw.Stream(process.Stdout), logw.Stream(process.Stderr)
 //	spec.Stdin = attachStdin                          // when cfg.Stdin; nil otherwise
 //	spec.NetNS = netnsPath                            // real netns: servers listen inside it
+//	spec.PIDNamespace = podPIDNS                      // PID mode POD (pause is pid 1) or NODE; nil: CONTAINER
 //	// or spec.Listen = inMemoryListen                // no real netns
 //	p, err := process.Start(ctx, spec)                // *ExecError: "executable file not found in $PATH"
 //	go func() { <-p.Done(); code, _ := p.ExitCode(); ... p.FinishedAt() ... }()

@@ -83,6 +83,10 @@ type Spec struct {
 	Listen func(network, address string) (net.Listener, error)
 	// Behaviour is the image catalog's scripted behaviour.
 	Behaviour Behaviour
+	// PIDNamespace is the process table to join: nil gives the container its
+	// own (its main process is pid 1). Share one per pod for PID mode POD and
+	// one per node for NODE (hostPID).
+	PIDNamespace *PIDNamespace
 	// CPUs is what nproc prints (default 2).
 	CPUs int
 }
@@ -164,12 +168,12 @@ type container struct {
 	hostname  string
 	readiness bool
 
-	mu      sync.Mutex
-	tasks   map[int]*task
-	nextPid int
-	dead    bool
-	cpu     time.Duration
-	cpuAt   time.Time
+	pidns *PIDNamespace
+
+	mu    sync.Mutex
+	dead  bool
+	cpu   time.Duration
+	cpuAt time.Time
 }
 
 // Process is a running simulated process: a container's main process (Start)
@@ -213,7 +217,10 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		spec.CPUs = 2
 	}
 	env := withDefaultEnv(spec.Env, spec.Hostname, spec.Identity)
-	c := &container{fs: spec.FS, spec: spec, hostname: spec.Hostname, tasks: map[int]*task{}, nextPid: 1, cpuAt: time.Now()}
+	c := &container{fs: spec.FS, spec: spec, hostname: spec.Hostname, pidns: spec.PIDNamespace, cpuAt: time.Now()}
+	if c.pidns == nil {
+		c.pidns = NewPIDNamespace()
+	}
 	if c.hostname == "" {
 		c.hostname = "localhost"
 	}
@@ -410,11 +417,14 @@ func (p *Process) finish(code int, main bool) {
 		// When pid 1 dies the kernel kills every process of its pid namespace.
 		c.mu.Lock()
 		c.dead = true
-		var rest []*task
-		for _, t := range c.tasks {
-			rest = append(rest, t)
-		}
 		c.mu.Unlock()
+		// The container's processes end with it; when it was pid 1 of its
+		// namespace (a private one, or the pod's pause) every process of
+		// the namespace is killed, as the kernel does.
+		rest := c.ownTasks()
+		if p.t.pid == 1 {
+			rest = c.nsTasks()
+		}
 		for _, t := range rest {
 			t.terminate(137)
 		}
@@ -597,17 +607,23 @@ func (l *lockedBuffer) Bytes() []byte {
 	return append([]byte(nil), l.b...)
 }
 
-// Processes lists the container's live processes by pid.
+// Processes lists the container's own live processes by pid (pids are those
+// of its PID namespace).
 func (p *Process) Processes() []ProcessInfo {
-	return p.c.processes()
+	return infos(p.c.ownTasks())
 }
 
+// processes is the namespace-wide view ps, pgrep and pidof show.
 func (c *container) processes() []ProcessInfo {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]ProcessInfo, 0, len(c.tasks))
-	for _, t := range c.tasks {
+	return infos(c.nsTasks())
+}
+
+func infos(tasks []*task) []ProcessInfo {
+	out := make([]ProcessInfo, 0, len(tasks))
+	for _, t := range tasks {
+		t.c.pidns.mu.Lock()
 		out = append(out, ProcessInfo{Name: t.name, PID: t.pid, PPID: t.ppid, Args: append([]string(nil), t.argv...), UID: t.id.UID, Started: t.started})
+		t.c.pidns.mu.Unlock()
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out
@@ -618,11 +634,12 @@ func (c *container) processes() []ProcessInfo {
 // is 0 and CPU time stops growing.
 func (p *Process) Stats() Stats {
 	c := p.c
+	own := c.ownTasks()
 	c.mu.Lock()
 	now := time.Now()
 	var mem uint64
 	n := 0
-	for _, t := range c.tasks {
+	for _, t := range own {
 		mem += t.memory()
 		n++
 	}

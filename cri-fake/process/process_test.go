@@ -273,3 +273,37 @@ func TestScriptWithShebang(t *testing.T) {
 		t.Errorf("stdout %q code %d", out, code)
 	}
 }
+
+// TestSharedPIDNamespace: containers sharing a pod (or node) PID namespace
+// see each other's processes; the pause process is pid 1 and its end ends all.
+func TestSharedPIDNamespace(t *testing.T) {
+	podNS := NewPIDNamespace()
+	pause := startProc(t, Spec{Args: []string{"/pause"}, FS: newFS(t, FSConfig{Image: BaseLayer("pause")}), PIDNamespace: podNS})
+	ll := &loopbackListen{}
+	web := startProc(t, Spec{Args: []string{"nginx", "-g", "daemon off;"}, FS: newFS(t, FSConfig{Image: BaseLayer("nginx")}), PIDNamespace: podNS, Listen: ll.listen})
+	box := startProc(t, Spec{Args: []string{"sleep", "1000"}, PIDNamespace: podNS})
+	waitFor(t, "nginx pid file", func() bool {
+		_, _, code, _ := web.ExecSync(t.Context(), []string{"test", "-f", "/var/run/nginx.pid"}, 0)
+		return code == 0
+	})
+	out, _, _, _ := web.ExecSync(t.Context(), []string{"cat", "/proc/1/cmdline"}, 0)
+	if string(out) != "/pause\x00" {
+		t.Errorf("/proc/1/cmdline in a shared namespace = %q, want the pause process", out)
+	}
+	nginxPid, _, _, _ := web.ExecSync(t.Context(), []string{"cat", "/var/run/nginx.pid"}, 0)
+	pids, _, _, _ := box.ExecSync(t.Context(), []string{"pidof", "nginx"}, 0)
+	if !strings.Contains(string(pids), strings.TrimSpace(string(nginxPid))) {
+		t.Errorf("pidof nginx from a sibling container = %q, nginx pid %q", pids, nginxPid)
+	}
+	if got := len(box.Processes()); got != 1 {
+		t.Errorf("Processes() of one container lists %d processes, want only its own", got)
+	}
+	pause.Signal(syscall.SIGKILL)
+	for _, p := range []*Process{web, box} {
+		select {
+		case <-p.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("a container survived the end of its PID namespace's pid 1")
+		}
+	}
+}

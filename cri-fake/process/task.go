@@ -49,10 +49,27 @@ func exitCause(ctx context.Context) (int, bool) {
 	return 0, false
 }
 
+// PIDNamespace is a process table: pids, and what ps, pgrep, pidof, kill and
+// /proc see. Each container has its own unless the runtime shares one
+// (Spec.PIDNamespace): all containers of a pod for PID namespace mode POD
+// (the sandbox's pause is pid 1 there), or one for the node for mode NODE
+// (hostPID), as CRI NamespaceOption.pid asks.
+type PIDNamespace struct {
+	mu      sync.Mutex
+	tasks   map[int]*task
+	nextPid int
+}
+
+// NewPIDNamespace returns an empty process table; the first process is pid 1.
+func NewPIDNamespace() *PIDNamespace {
+	return &PIDNamespace{tasks: map[int]*task{}, nextPid: 1}
+}
+
 func (c *container) newTask(parent *task, argv []string, id Identity) (*task, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.dead && parent == nil {
+	dead := c.dead
+	c.mu.Unlock()
+	if dead && parent == nil {
 		return nil, ErrNotRunning
 	}
 	base := context.Background()
@@ -62,10 +79,13 @@ func (c *container) newTask(parent *task, argv []string, id Identity) (*task, er
 		ppid = parent.pid
 	}
 	ctx, cancel := context.WithCancelCause(base)
-	t := &task{c: c, pid: c.nextPid, ppid: ppid, argv: append([]string(nil), argv...), name: comm(argv), id: id, started: time.Now(), ctx: ctx, cancel: cancel}
+	ns := c.pidns
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	t := &task{c: c, pid: ns.nextPid, ppid: ppid, argv: append([]string(nil), argv...), name: comm(argv), id: id, started: time.Now(), ctx: ctx, cancel: cancel}
 	t.mem = appletMemory(argv)
-	c.nextPid++
-	c.tasks[t.pid] = t
+	ns.nextPid++
+	ns.tasks[t.pid] = t
 	return t, nil
 }
 
@@ -97,9 +117,10 @@ func (t *task) exit(code int) {
 	t.mu.Lock()
 	t.exited = true
 	t.mu.Unlock()
-	t.c.mu.Lock()
-	delete(t.c.tasks, t.pid)
-	t.c.mu.Unlock()
+	ns := t.c.pidns
+	ns.mu.Lock()
+	delete(ns.tasks, t.pid)
+	ns.mu.Unlock()
 }
 
 func (t *task) terminate(code int) {
@@ -168,17 +189,17 @@ func (t *task) removeFg(c *task) {
 // setArgv rewrites the command line shown in the process table (nginx and
 // other daemons overwrite their argv); the comm name stays.
 func (t *task) setArgv(argv []string) {
-	t.c.mu.Lock()
+	t.c.pidns.mu.Lock()
 	t.argv = argv
-	t.c.mu.Unlock()
+	t.c.pidns.mu.Unlock()
 }
 
 // execAs is exec(2): the task now runs argv, so its comm name changes too.
 func (t *task) execAs(argv []string) {
-	t.c.mu.Lock()
+	t.c.pidns.mu.Lock()
 	t.argv = append([]string(nil), argv...)
 	t.name = comm(argv)
-	t.c.mu.Unlock()
+	t.c.pidns.mu.Unlock()
 	t.mu.Lock()
 	t.mem = appletMemory(argv)
 	t.mu.Unlock()
@@ -186,22 +207,44 @@ func (t *task) execAs(argv []string) {
 
 // setName sets the comm name (a daemon's worker processes keep the daemon's name).
 func (t *task) setName(name string) {
-	t.c.mu.Lock()
+	t.c.pidns.mu.Lock()
 	t.name = name
-	t.c.mu.Unlock()
+	t.c.pidns.mu.Unlock()
 }
 
 // comm returns the comm name.
 func (t *task) comm() string {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
+	t.c.pidns.mu.Lock()
+	defer t.c.pidns.mu.Unlock()
 	return t.name
 }
 
 func (c *container) task(pid int) *task {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.tasks[pid]
+	c.pidns.mu.Lock()
+	defer c.pidns.mu.Unlock()
+	return c.pidns.tasks[pid]
+}
+
+// nsTasks are all tasks of the container's PID namespace.
+func (c *container) nsTasks() []*task {
+	c.pidns.mu.Lock()
+	defer c.pidns.mu.Unlock()
+	out := make([]*task, 0, len(c.pidns.tasks))
+	for _, t := range c.pidns.tasks {
+		out = append(out, t)
+	}
+	return out
+}
+
+// ownTasks are the tasks of this container only.
+func (c *container) ownTasks() []*task {
+	var out []*task
+	for _, t := range c.nsTasks() {
+		if t.c == c {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // capNames are the Linux capabilities by number.
@@ -310,8 +353,8 @@ func (id Identity) cred() cred {
 // procPids lists the pid directories of /proc.
 func (c *container) procPids() []string {
 	var out []string
-	for _, p := range c.processes() {
-		out = append(out, strconv.Itoa(p.PID))
+	for _, t := range c.nsTasks() {
+		out = append(out, strconv.Itoa(t.pid))
 	}
 	return out
 }
@@ -369,14 +412,14 @@ func (c *container) procFile(rel string) ([]byte, bool) {
 	}
 	switch file {
 	case "cmdline":
-		c.mu.Lock()
+		c.pidns.mu.Lock()
 		argv := t.argv
-		c.mu.Unlock()
+		c.pidns.mu.Unlock()
 		return []byte(strings.Join(argv, "\x00") + "\x00"), true
 	case "comm":
 		return []byte(t.comm() + "\n"), true
 	case "environ":
-		return []byte(strings.Join(c.spec.Env, "\x00") + "\x00"), true
+		return []byte(strings.Join(t.c.spec.Env, "\x00") + "\x00"), true
 	case "status":
 		return t.status(), true
 	case "mounts":
