@@ -421,6 +421,14 @@ func (s *Server) Close() error {
 			s.closeErr = s.rec.Close()
 		}
 		for _, d := range s.tmpDirs {
+			// Real network namespaces of sandboxes never stopped are bind mounts under the root
+			// dir; detach them first, or the directory cannot be removed.
+			if ents, err := os.ReadDir(filepath.Join(d, "netns")); err == nil {
+				ns := network.NetNSManager{Dir: filepath.Join(d, "netns"), Mode: network.NetNSReal}
+				for _, e := range ents {
+					ns.Remove(filepath.Join(d, "netns", e.Name()))
+				}
+			}
 			os.RemoveAll(d)
 		}
 	})
