@@ -33,6 +33,7 @@ var Roles = map[string]string{
 	"ControllerPublishVolume":   "external-attacher",
 	"ControllerUnpublishVolume": "external-attacher",
 	"ListVolumes":               "external-attacher",
+	"ControllerGetCapabilities": "external-provisioner",
 	"ControllerExpandVolume":    "external-resizer",
 	"ControllerModifyVolume":    "external-resizer",
 	"CreateSnapshot":            "external-snapshotter",

@@ -252,7 +252,7 @@ func (r *runner) events(st *Step, client []trace.Event) []trace.Event {
 	for i := range evs {
 		ev := &evs[i]
 		if (ev.Interface == trace.CRI || ev.Interface == trace.CSI) && genericCaller(ev.Caller) {
-			ev.Caller = diagram.Role(ev.Interface, ev.Method)
+			ev.Caller = r.role(st, ev.Interface, ev.Method)
 		}
 	}
 	return evs
@@ -293,8 +293,9 @@ func (r *runner) conn(st *Step) (grpc.ClientConnInterface, error) {
 		}
 		return r.env.CRI, nil
 	}
+	// The kubelet talks to the node plugin; the sidecars to the controller plugin.
 	cc := r.env.CSIController
-	if strings.Contains(st.Method.FullMethod, "csi.v1.Node/") || (strings.Contains(st.Method.FullMethod, "csi.v1.Identity/") && diagram.Role(trace.CSI, st.Method.Name) == "kubelet" && r.env.CSINode != nil) {
+	if strings.Contains(st.Method.FullMethod, "csi.v1.Node/") || (strings.Contains(st.Method.FullMethod, "csi.v1.Identity/") && !strings.HasPrefix(r.role(st, trace.CSI, st.Method.Name), "external-") && r.env.CSINode != nil) {
 		cc = r.env.CSINode
 	}
 	if cc == nil {
@@ -332,7 +333,7 @@ func (r *runner) grpcCall(ctx context.Context, st *Step) outcome {
 		callee = "csi"
 	}
 	o.client = []trace.Event{{
-		Time: start, Interface: strings.ToUpper(st.Interface), Caller: diagram.Role(strings.ToUpper(st.Interface), st.Method.Name),
+		Time: start, Interface: strings.ToUpper(st.Interface), Caller: r.role(st, strings.ToUpper(st.Interface), st.Method.Name),
 		Callee: callee + " endpoint", Method: st.Method.Name, Code: o.code, Error: o.msg, DurationNS: int64(res.Duration),
 	}}
 	return o
@@ -609,4 +610,13 @@ func eventDoc(ev trace.Event) any {
 	}
 	doc["attrs"] = attrs
 	return doc
+}
+
+// role is who makes the step's call: the step's `as`, or the component that makes that call in a
+// cluster.
+func (r *runner) role(st *Step, iface, method string) string {
+	if st.As != "" {
+		return st.As
+	}
+	return diagram.Role(iface, method)
 }

@@ -90,6 +90,9 @@ type Step struct {
 	Name      string
 	Interface string
 	Call      string
+	// As names the component the harness plays for this call ("external-provisioner"), where the
+	// method alone does not say it: Identity calls come from the sidecars and from the kubelet.
+	As string
 	// Method is set for CRI and CSI steps.
 	Method *call.Method
 	// Request is the YAML request, substituted (${var}) when the step runs.
@@ -399,6 +402,7 @@ func (p *parser) step(n *yaml.Node, index int) *Step {
 		"name":      func(_, v *yaml.Node) { st.Name = p.str(v, where+".name") },
 		"interface": func(_, v *yaml.Node) { st.Interface = strings.ToLower(p.str(v, where+".interface")) },
 		"call":      func(_, v *yaml.Node) { st.Call = p.str(v, where+".call") },
+		"as":        func(_, v *yaml.Node) { st.As = p.str(v, where+".as") },
 		"request":   func(_, v *yaml.Node) { st.Request = v },
 		"target":    func(_, v *yaml.Node) { st.Target = strings.ToLower(p.str(v, where+".target")) },
 		"rules":     func(_, v *yaml.Node) { st.Request = v },
