@@ -12,11 +12,11 @@ import (
 	"github.com/plugsim/plugsim/internal/trace"
 )
 
-// CreateVolume times out once (a 3 s delay against the client's 2 s deadline): the provisioner
-// retries, and the driver's idempotency turns the retry into the one volume the first call made.
+// CreateVolume times out once: the provisioner retries, and since CreateVolume is idempotent for
+// the same name, provisioning the same claim again (a provisioner restart) yields the same volume.
 func TestProvisionRetriesATimeoutIdempotently(t *testing.T) {
 	node := wiring.Start(t, wiring.Options{CNI: "off"})
-	if _, err := node.CSI.Faults().Add(faults.Rule{Method: "CreateVolume", Code: "DeadlineExceeded", Delay: faults.Duration(3e9), Times: 1}); err != nil {
+	if _, err := node.CSI.Faults().Add(faults.Rule{Method: "CreateVolume", Code: "DeadlineExceeded", Times: 1}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -29,6 +29,13 @@ func TestProvisionRetriesATimeoutIdempotently(t *testing.T) {
 	}
 	if got := calls(node.CSI.Recorder().Events(), trace.CSI); !slices.Equal(got, []string{"CreateVolume:DeadlineExceeded", "CreateVolume:OK"}) {
 		t.Errorf("calls %v", got)
+	}
+	again, err := Provision(ctx, node.Controller, "pvc-1234", 1<<30, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.VolumeId != vol.VolumeId {
+		t.Errorf("the same claim got volume %s, then %s", vol.VolumeId, again.VolumeId)
 	}
 	list, err := node.Controller.ListVolumes(ctx, &csi.ListVolumesRequest{})
 	if err != nil {
