@@ -24,6 +24,29 @@ type ImageConfig struct {
 	User string
 	// Behavior is the catalog's "behavior" object (see ImageBehaviour); may be empty.
 	Behavior json.RawMessage
+	// Layer is the image content. nil builds it with ImageLayer on every
+	// call; a runtime with many containers builds it once per image and
+	// keeps it here, so all containers of the image share it.
+	Layer *Layer
+}
+
+// ImageLayer builds an image's content: the base layer the behaviour names
+// (or GuessBase of the image's entrypoint and cmd) plus the behaviour's files.
+// The result is immutable once handed to NewFS and can be shared.
+func ImageLayer(img ImageConfig) (*Layer, error) {
+	ib, err := ParseImageBehaviour(img.Behavior)
+	if err != nil {
+		return nil, err
+	}
+	base := ib.Base
+	if base == "" {
+		base = GuessBase(append(append([]string(nil), img.Entrypoint...), img.Cmd...))
+	}
+	layer := BaseLayer(base)
+	for p, content := range ib.Files {
+		layer.AddFile(p, []byte(content), 0o644)
+	}
+	return layer, nil
 }
 
 // ImageBehaviour is the JSON the image catalog may carry per image under
@@ -294,16 +317,11 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 	if len(spec.Args) == 0 {
 		return spec, errors.New("no command specified")
 	}
-	base := ib.Base
-	if base == "" {
-		base = GuessBase(append(append([]string(nil), img.Entrypoint...), img.Cmd...))
-		if base == "busybox" {
-			base = GuessBase(spec.Args)
+	layer := img.Layer
+	if layer == nil {
+		if layer, err = ImageLayer(img); err != nil {
+			return spec, err
 		}
-	}
-	layer := BaseLayer(base)
-	for p, content := range ib.Files {
-		layer.AddFile(p, []byte(content), 0o644)
 	}
 
 	hostNetwork := sandbox.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE

@@ -88,13 +88,18 @@ type mountPoint struct {
 // files, a virtual /proc and /dev, and host-backed mounts. It is safe for
 // concurrent use.
 type FS struct {
-	mu      sync.RWMutex
-	entries map[string]*node
-	owned   map[*node]bool // nodes this FS created and may mutate in place
-	mounts  []mountPoint   // longest container path first
-	cfg     FSConfig
-	sysctls map[string]string
-	written int64
+	mu sync.RWMutex
+	// lower is the shared, read-only image content; upper holds what this
+	// container created or changed, whiteout what it removed from lower
+	// (an overlay, so thousands of containers share one image layer).
+	lower    *Layer
+	upper    map[string]*node
+	whiteout map[string]bool
+	owned    map[*node]bool // nodes this FS created and may mutate in place
+	mounts   []mountPoint   // longest container path first
+	cfg      FSConfig
+	sysctls  map[string]string
+	written  int64
 	// proc answers reads under /proc other than /proc/sys (set by the container,
 	// which owns the process table). rel is the path below /proc.
 	proc func(rel string) ([]byte, bool)
@@ -108,15 +113,12 @@ func NewFS(cfg FSConfig) (*FS, error) {
 	if img == nil {
 		img = BaseLayer("busybox")
 	}
-	f := &FS{entries: make(map[string]*node, len(img.entries)+8), owned: map[*node]bool{}, cfg: cfg, sysctls: map[string]string{}}
-	for p, n := range img.entries {
-		f.entries[p] = n
-	}
+	f := &FS{lower: img, upper: map[string]*node{}, whiteout: map[string]bool{}, owned: map[*node]bool{}, cfg: cfg, sysctls: map[string]string{}}
 	now := time.Now()
 	add := func(p string, data []byte) {
 		f.ensureDirs(path.Dir(p))
 		// Generated files belong to the image side: a write copies them up.
-		f.entries[p] = &node{mode: 0o644, data: data, mtime: now}
+		f.set(p, &node{mode: 0o644, data: data, mtime: now})
 	}
 	if img != nil && len(img.entries) > 1 {
 		add("/etc/passwd", passwdFile(img, cfg.Users))
@@ -152,7 +154,7 @@ func NewFS(cfg FSConfig) (*FS, error) {
 		if st, err := os.Stat(host); err == nil {
 			if st.IsDir() {
 				f.ensureDirs(cp)
-			} else if _, ok := f.entries[cp]; !ok {
+			} else if _, ok := f.get(cp); !ok {
 				f.ensureDirs(path.Dir(cp))
 				add(cp, nil)
 			}
@@ -176,16 +178,59 @@ var defaultSysctls = map[string]string{
 	"vm/overcommit_memory":                "0",
 }
 
+// get, lookup, set, del and all read and write the overlay. Caller holds f.mu.
+func (f *FS) get(p string) (*node, bool) {
+	if n, ok := f.upper[p]; ok {
+		return n, true
+	}
+	if f.whiteout[p] {
+		return nil, false
+	}
+	n, ok := f.lower.entries[p]
+	return n, ok
+}
+
+func (f *FS) lookup(p string) *node {
+	n, _ := f.get(p)
+	return n
+}
+
+func (f *FS) set(p string, n *node) {
+	f.upper[p] = n
+	delete(f.whiteout, p)
+}
+
+func (f *FS) del(p string) {
+	delete(f.upper, p)
+	if _, ok := f.lower.entries[p]; ok {
+		f.whiteout[p] = true
+	}
+}
+
+// all is the merged view (a fresh map: used by listings, removals, renames).
+func (f *FS) all() map[string]*node {
+	out := make(map[string]*node, len(f.lower.entries)+len(f.upper))
+	for p, n := range f.lower.entries {
+		if !f.whiteout[p] {
+			out[p] = n
+		}
+	}
+	for p, n := range f.upper {
+		out[p] = n
+	}
+	return out
+}
+
 func (f *FS) ensureDirs(p string) {
 	p = cleanAbs(p)
-	if n, ok := f.entries[p]; ok && (n.isDir() || n.isSymlink()) {
+	if n, ok := f.get(p); ok && (n.isDir() || n.isSymlink()) {
 		return
 	}
 	if p != "/" {
 		f.ensureDirs(path.Dir(p))
 	}
 	n := &node{mode: fs.ModeDir | 0o755, mtime: time.Now()}
-	f.entries[p] = n
+	f.set(p, n)
 	f.owned[n] = true
 }
 
@@ -385,7 +430,7 @@ func (f *FS) resolve(p string, follow bool) (loc, error) {
 					return f.finish(loc{kind: locDev, cpath: next, rel: c}), nil
 				}
 			}
-			n, ok := f.entries[next]
+			n, ok := f.get(next)
 			if !ok {
 				if last {
 					return f.finish(loc{kind: locMem, cpath: next}), nil
@@ -470,7 +515,7 @@ func (f *FS) stat(p string, follow bool) (fs.FileInfo, loc, error) {
 	case locDev:
 		return virtualInfo(name, fs.ModeDevice|fs.ModeCharDevice|0o666, 0), l, nil
 	case locMasked:
-		if n, ok := f.entries[l.cpath]; ok && n.isDir() {
+		if n, ok := f.get(l.cpath); ok && n.isDir() {
 			return virtualInfo(name, fs.ModeDir|0o755, 0), l, nil
 		}
 		return virtualInfo(name, fs.ModeDevice|fs.ModeCharDevice|0o666, 0), l, nil
@@ -484,7 +529,7 @@ func (f *FS) stat(p string, follow bool) (fs.FileInfo, loc, error) {
 		}
 		return virtualInfo(name, 0o444, len(data)), l, nil
 	}
-	n, ok := f.entries[l.cpath]
+	n, ok := f.get(l.cpath)
 	if !ok {
 		return nil, l, pathErr("stat", p, syscall.ENOENT)
 	}
@@ -584,7 +629,7 @@ func (f *FS) Open(p string) (io.ReadCloser, error) {
 		}
 		return io.NopCloser(bytes.NewReader(nil)), nil
 	case locMasked:
-		if n, ok := f.entries[l.cpath]; ok && n.isDir() {
+		if n, ok := f.get(l.cpath); ok && n.isDir() {
 			return nil, pathErr("read", p, syscall.EISDIR)
 		}
 		return io.NopCloser(bytes.NewReader(nil)), nil
@@ -598,7 +643,7 @@ func (f *FS) Open(p string) (io.ReadCloser, error) {
 		}
 		return io.NopCloser(bytes.NewReader(data)), nil
 	}
-	n, ok := f.entries[l.cpath]
+	n, ok := f.get(l.cpath)
 	if !ok {
 		return nil, pathErr("open", p, syscall.ENOENT)
 	}
@@ -668,7 +713,7 @@ func (f *FS) ReadDir(p string) ([]fs.FileInfo, error) {
 		sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 		return out, nil
 	}
-	n, ok := f.entries[l.cpath]
+	n, ok := f.get(l.cpath)
 	if !ok {
 		return nil, pathErr("open", p, syscall.ENOENT)
 	}
@@ -680,7 +725,7 @@ func (f *FS) ReadDir(p string) ([]fs.FileInfo, error) {
 		prefix = "/"
 	}
 	seen := map[string]bool{}
-	for q, c := range f.entries {
+	for q, c := range f.all() {
 		if q == "/" || !strings.HasPrefix(q, prefix) || strings.Contains(q[len(prefix):], "/") {
 			continue
 		}
@@ -720,7 +765,7 @@ func (f *FS) writableParent(c cred, l loc) error {
 	if l.ro {
 		return syscall.EROFS
 	}
-	parent, ok := f.entries[path.Dir(l.cpath)]
+	parent, ok := f.get(path.Dir(l.cpath))
 	if !ok {
 		return syscall.ENOENT
 	}
@@ -744,13 +789,13 @@ func (f *FS) newNode(c cred, mode fs.FileMode) *node {
 
 // ownedNode returns a node at p that this FS may mutate, copying a shared one.
 func (f *FS) ownedNode(p string) *node {
-	n := f.entries[p]
+	n := f.lookup(p)
 	if n == nil || f.owned[n] {
 		return n
 	}
 	n = n.clone()
 	f.owned[n] = true
-	f.entries[p] = n
+	f.set(p, n)
 	f.written += int64(len(n.data)) // an overlay copy-up lands in the upper layer
 	return n
 }
@@ -797,7 +842,7 @@ func (f *FS) openWrite(c cred, p string, appendMode bool, perm fs.FileMode) (io.
 		}
 		return discard{}, nil
 	case locMasked:
-		if n, ok := f.entries[l.cpath]; ok && n.isDir() {
+		if n, ok := f.get(l.cpath); ok && n.isDir() {
 			return nil, pathErr("open", p, syscall.EISDIR)
 		}
 		return discard{}, nil // a masked file is /dev/null
@@ -819,7 +864,7 @@ func (f *FS) openWrite(c cred, p string, appendMode bool, perm fs.FileMode) (io.
 		}
 		return file, nil
 	}
-	n, ok := f.entries[l.cpath]
+	n, ok := f.get(l.cpath)
 	if ok && n.isDir() {
 		return nil, pathErr("open", p, syscall.EISDIR)
 	}
@@ -842,7 +887,7 @@ func (f *FS) openWrite(c cred, p string, appendMode bool, perm fs.FileMode) (io.
 		return nil, pathErr("open", p, err)
 	}
 	n = f.newNode(c, perm.Perm())
-	f.entries[l.cpath] = n
+	f.set(l.cpath, n)
 	return &memWriter{f: f, p: l.cpath, n: n}, nil
 }
 
@@ -873,7 +918,7 @@ func (f *FS) touch(c cred, p string) error {
 	f.mu.Lock()
 	l, err := f.resolve(p, true)
 	if err == nil && l.kind == locMem {
-		if n, ok := f.entries[l.cpath]; ok {
+		if n, ok := f.get(l.cpath); ok {
 			if l.ro {
 				f.mu.Unlock()
 				return pathErr("touch", p, syscall.EROFS)
@@ -925,13 +970,13 @@ func (f *FS) mkdir(c cred, p string, perm fs.FileMode) error {
 		}
 		return pathErr("mkdir", p, syscall.EROFS)
 	}
-	if _, ok := f.entries[l.cpath]; ok {
+	if _, ok := f.get(l.cpath); ok {
 		return pathErr("mkdir", p, syscall.EEXIST)
 	}
 	if err := f.writableParent(c, l); err != nil {
 		return pathErr("mkdir", p, err)
 	}
-	f.entries[l.cpath] = f.newNode(c, fs.ModeDir|perm.Perm())
+	f.set(l.cpath, f.newNode(c, fs.ModeDir|perm.Perm()))
 	return nil
 }
 
@@ -988,7 +1033,7 @@ func (f *FS) remove(c cred, p string, recursive bool) error {
 	case locProc, locDev, locMasked:
 		return pathErr("remove", p, syscall.EROFS)
 	}
-	n, ok := f.entries[l.cpath]
+	n, ok := f.get(l.cpath)
 	if !ok {
 		return pathErr("remove", p, syscall.ENOENT)
 	}
@@ -1005,7 +1050,7 @@ func (f *FS) remove(c cred, p string, recursive bool) error {
 	}
 	if n.isDir() {
 		var children []string
-		for q := range f.entries {
+		for q := range f.all() {
 			if strings.HasPrefix(q, l.cpath+"/") {
 				children = append(children, q)
 			}
@@ -1014,18 +1059,18 @@ func (f *FS) remove(c cred, p string, recursive bool) error {
 			return pathErr("remove", p, syscall.ENOTEMPTY)
 		}
 		for _, q := range children {
-			if c := f.entries[q]; f.owned[c] {
+			if c := f.lookup(q); f.owned[c] {
 				f.written -= int64(len(c.data))
 				delete(f.owned, c)
 			}
-			delete(f.entries, q)
+			f.del(q)
 		}
 	}
 	if f.owned[n] {
 		f.written -= int64(len(n.data))
 		delete(f.owned, n)
 	}
-	delete(f.entries, l.cpath)
+	f.del(l.cpath)
 	return nil
 }
 
@@ -1053,7 +1098,7 @@ func (f *FS) rename(c cred, from, to string) error {
 	if lf.kind != locMem || lt.kind != locMem {
 		return pathErr("rename", from, syscall.EXDEV) // across mounts, as the kernel says
 	}
-	if _, ok := f.entries[lf.cpath]; !ok {
+	if _, ok := f.get(lf.cpath); !ok {
 		return pathErr("rename", from, syscall.ENOENT)
 	}
 	if err := f.writableParent(c, lf); err != nil {
@@ -1062,18 +1107,18 @@ func (f *FS) rename(c cred, from, to string) error {
 	if err := f.writableParent(c, lt); err != nil {
 		return pathErr("rename", to, err)
 	}
-	if dst, ok := f.entries[lt.cpath]; ok && dst.isDir() {
+	if dst, ok := f.get(lt.cpath); ok && dst.isDir() {
 		return pathErr("rename", to, syscall.EISDIR)
 	}
 	moved := map[string]*node{}
-	for q, n := range f.entries {
+	for q, n := range f.all() {
 		if q == lf.cpath || strings.HasPrefix(q, lf.cpath+"/") {
 			moved[lt.cpath+strings.TrimPrefix(q, lf.cpath)] = n
-			delete(f.entries, q)
+			f.del(q)
 		}
 	}
 	for q, n := range moved {
-		f.entries[q] = n
+		f.set(q, n)
 	}
 	return nil
 }
@@ -1097,7 +1142,7 @@ func (f *FS) symlink(c cred, target, p string) error {
 	if l.kind != locMem {
 		return pathErr("symlink", p, syscall.EROFS)
 	}
-	if _, ok := f.entries[l.cpath]; ok {
+	if _, ok := f.get(l.cpath); ok {
 		return pathErr("symlink", p, syscall.EEXIST)
 	}
 	if err := f.writableParent(c, l); err != nil {
@@ -1105,7 +1150,7 @@ func (f *FS) symlink(c cred, target, p string) error {
 	}
 	n := f.newNode(c, fs.ModeSymlink|0o777)
 	n.target = target
-	f.entries[l.cpath] = n
+	f.set(l.cpath, n)
 	return nil
 }
 
@@ -1125,7 +1170,7 @@ func (f *FS) chmod(c cred, p string, mode fs.FileMode) error {
 	if l.kind == locHost {
 		return wrapNil("chmod", p, os.Chmod(l.host, mode))
 	}
-	n, ok := f.entries[l.cpath]
+	n, ok := f.get(l.cpath)
 	if !ok {
 		return pathErr("chmod", p, syscall.ENOENT)
 	}
@@ -1149,7 +1194,7 @@ func (f *FS) Readlink(p string) (string, error) {
 		t, err := os.Readlink(l.host)
 		return t, wrapNil("readlink", p, err)
 	}
-	n, ok := f.entries[l.cpath]
+	n, ok := f.get(l.cpath)
 	if !ok {
 		return "", pathErr("readlink", p, syscall.ENOENT)
 	}
@@ -1178,7 +1223,7 @@ func (f *FS) lookExec(p string) (executable, error) {
 	}
 	if l.kind == locMem {
 		f.mu.RLock()
-		n := f.entries[l.cpath]
+		n := f.lookup(l.cpath)
 		f.mu.RUnlock()
 		if n != nil && n.applet != "" {
 			return executable{path: p, applet: n.applet}, nil
