@@ -508,6 +508,19 @@ func (s *shell) redirect(rs []redir, sio io3) (io3, []io.Closer, error) {
 	var closers []io.Closer
 	fds := map[int]any{0: sio.in, 1: sio.out, 2: sio.err}
 	for _, r := range rs {
+		if r.here != nil {
+			body := r.here.body
+			if !r.here.quoted {
+				b := &fieldBuilder{}
+				if err := s.expandDouble(body, b); err != nil {
+					closeAll(closers)
+					return sio, nil, err
+				}
+				body = b.cur.String()
+			}
+			fds[r.fd] = strings.NewReader(body)
+			continue
+		}
 		target, err := s.expandString(r.target)
 		if err != nil {
 			closeAll(closers)

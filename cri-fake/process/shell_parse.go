@@ -40,9 +40,54 @@ type lexer struct {
 	src string
 	pos int
 	buf []token
+	// pending here-documents whose bodies start after the next newline.
+	pending []*heredoc
 }
 
-var ops = []string{"&&", "||", ";;", ">>", ">&", "<&", "<>", ">|", "&>", ";", "&", "|", "(", ")", "<", ">"}
+// heredoc is the body of a << redirection.
+type heredoc struct {
+	delim  string
+	quoted bool // a quoted delimiter: the body is not expanded
+	strip  bool // <<- strips leading tabs
+	body   string
+}
+
+// readHeredocs reads the bodies of pending here-documents from l.pos.
+func (l *lexer) readHeredocs() error {
+	for _, h := range l.pending {
+		var b strings.Builder
+		for {
+			if l.pos >= len(l.src) {
+				return errIncomplete
+			}
+			end := strings.IndexByte(l.src[l.pos:], '\n')
+			var line string
+			if end < 0 {
+				line = l.src[l.pos:]
+				l.pos = len(l.src)
+			} else {
+				line = l.src[l.pos : l.pos+end]
+				l.pos += end + 1
+			}
+			if h.strip {
+				line = strings.TrimLeft(line, "\t")
+			}
+			if line == h.delim {
+				break
+			}
+			b.WriteString(line)
+			b.WriteByte('\n')
+			if end < 0 {
+				return errIncomplete
+			}
+		}
+		h.body = b.String()
+	}
+	l.pending = nil
+	return nil
+}
+
+var ops = []string{"<<-", "<<", "&&", "||", ";;", ">>", ">&", "<&", "<>", ">|", "&>", ";", "&", "|", "(", ")", "<", ">"}
 
 func (l *lexer) peek() (token, error) {
 	if len(l.buf) == 0 {
@@ -84,11 +129,19 @@ func (l *lexer) scan() (token, error) {
 		break
 	}
 	if l.pos >= len(l.src) {
+		if len(l.pending) > 0 {
+			return token{}, errIncomplete
+		}
 		return token{kind: tEOF, pos: l.pos}, nil
 	}
 	start := l.pos
 	if l.src[l.pos] == '\n' {
 		l.pos++
+		if len(l.pending) > 0 {
+			if err := l.readHeredocs(); err != nil {
+				return token{}, err
+			}
+		}
 		return token{kind: tNewline, pos: start}, nil
 	}
 	for _, op := range ops {
@@ -290,8 +343,17 @@ func scanDollar(s string, i int) (int, error) {
 
 type redir struct {
 	fd     int    // file descriptor redirected
-	op     string // < > >> >| <> >& <& &>
+	op     string // < > >> >| <> >& <& &> << <<-
 	target string // raw word
+	here   *heredoc
+}
+
+func isRedirOp(op string) bool {
+	switch op {
+	case "<", ">", ">>", ">&", "<&", "<>", ">|", "&>", "<<", "<<-":
+		return true
+	}
+	return false
 }
 
 type command interface{}
@@ -574,7 +636,7 @@ func (p *parser) command() (command, error) {
 		c = &groupCmd{body: body, subshell: true}
 	case t.kind == tWord && isKeyword(t.val):
 		return nil, &syntaxError{fmt.Sprintf("unexpected %q", t.val)}
-	case t.kind == tOp && t.val != "<" && t.val != ">" && t.val != ">>" && t.val != ">&" && t.val != "<&" && t.val != "<>" && t.val != ">|" && t.val != "&>":
+	case t.kind == tOp && !isRedirOp(t.val):
 		return nil, &syntaxError{fmt.Sprintf("unexpected %q", t.val)}
 	case t.kind == tNewline:
 		return nil, &syntaxError{"unexpected newline"}
@@ -631,7 +693,7 @@ func (p *parser) redir() (redir, bool, error) {
 		return redir{}, false, nil
 	}
 	switch t.val {
-	case "<", ">", ">>", ">&", "<&", "<>", ">|", "&>":
+	case "<", ">", ">>", ">&", "<&", "<>", ">|", "&>", "<<", "<<-":
 	default:
 		return redir{}, false, nil
 	}
@@ -652,7 +714,20 @@ func (p *parser) redir() (redir, bool, error) {
 			fd = 0
 		}
 	}
-	return redir{fd: fd, op: t.val, target: w.val}, true, nil
+	r := redir{fd: fd, op: t.val, target: w.val}
+	if t.val == "<<" || t.val == "<<-" {
+		if fd == 1 {
+			r.fd = 0
+		}
+		delim := w.val
+		quoted := strings.ContainsAny(delim, "'\"\\")
+		if quoted {
+			delim = strings.NewReplacer("'", "", "\"", "", "\\", "").Replace(delim)
+		}
+		r.here = &heredoc{delim: delim, quoted: quoted, strip: t.val == "<<-"}
+		p.lx.pending = append(p.lx.pending, r.here)
+	}
+	return r, true, nil
 }
 
 func isAssignment(w string) bool {

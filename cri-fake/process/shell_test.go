@@ -70,6 +70,10 @@ func TestShellSubset(t *testing.T) {
 		{"read", "echo 'x y z' | { read a b; echo $b; }", "y z\n", "", 0},
 		{"background and wait", "sleep 0.01 & wait; echo done", "done\n", "", 0},
 		{"string length", "A=hello; echo ${#A}", "5\n", "", 0},
+		{"heredoc", "X=1; cat <<EOF\nhello $X\nEOF\necho after", "hello 1\nafter\n", "", 0},
+		{"heredoc quoted", "cat <<'EOF'\n$X `x`\nEOF", "$X `x`\n", "", 0},
+		{"heredoc strip tabs", "cat <<-END\n\tindented\n\tEND", "indented\n", "", 0},
+		{"heredoc to file", "cat > /tmp/h <<EOF\na\nb\nEOF\nwc -l < /tmp/h", "2\n", "", 0},
 		{"suffix trim", "F=a.tar.gz; echo ${F%.gz} ${F%%.*} ${F#*.}", "a.tar a tar.gz\n", "", 0},
 	}
 	for _, tc := range tests {
@@ -93,7 +97,7 @@ func TestShellArg0InErrors(t *testing.T) {
 }
 
 func TestShellParseIncomplete(t *testing.T) {
-	for _, src := range []string{"if true; then", "echo 'open", "while true; do", "echo $(", "for i in 1"} {
+	for _, src := range []string{"if true; then", "echo 'open", "while true; do", "echo $(", "for i in 1", "cat <<EOF\nno end"} {
 		if _, err := parseScript(src); err != errIncomplete {
 			t.Errorf("parseScript(%q) = %v, want errIncomplete", src, err)
 		}
