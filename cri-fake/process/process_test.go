@@ -307,3 +307,28 @@ func TestSharedPIDNamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestExecReplacesShell: `sh -c "cmd"` and `exec cmd` keep the pid, as
+// busybox ash does, so pid 1 is the real workload (nginx behind its
+// docker-entrypoint.sh, sleep behind sh -c).
+func TestExecReplacesShell(t *testing.T) {
+	tests := []struct {
+		name  string
+		image string
+		args  []string
+		want  string // name of pid 1
+	}{
+		{"sh -c single command", "busybox", []string{"sh", "-c", "sleep 1000"}, "sleep"},
+		{"entrypoint script exec", "nginx", []string{"/docker-entrypoint.sh", "nginx", "-g", "daemon off;"}, "nginx"},
+		{"sh -c list keeps the shell", "busybox", []string{"sh", "-c", "sleep 1000; true"}, "sh"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startProc(t, Spec{Args: tc.args, FS: newFS(t, FSConfig{Image: BaseLayer(tc.image)}), Listen: (&loopbackListen{}).listen})
+			waitFor(t, "pid 1 to be "+tc.want, func() bool {
+				ps := p.Processes()
+				return len(ps) > 0 && ps[0].PID == 1 && ps[0].Name == tc.want
+			})
+		})
+	}
+}

@@ -1241,6 +1241,14 @@ func appletSh(p *proc) int {
 		fmt.Fprintf(p.stderr, "%s: %v\n", s.arg0, err)
 		return 2
 	}
+	if sc := singleExternal(s, l); sc != nil {
+		// Like busybox ash, `sh -c "cmd args"` execs a lone external command
+		// instead of forking it: the command takes the shell's pid.
+		words, err := s.expandWords(sc.words)
+		if err == nil && len(words) > 0 {
+			return builtinExec(s, append([]string{"exec"}, words...), s.io)
+		}
+	}
 	st := s.runList(l, s.io)
 	s.runPendingTraps()
 	if s.exitReq {
@@ -1249,6 +1257,33 @@ func appletSh(p *proc) int {
 	s.exitCode = st
 	s.runExitTrap(s.io)
 	return s.exitCode
+}
+
+// singleExternal returns the command when l is one plain simple command that
+// is not a builtin or function (no assignments, redirections, pipes or &).
+func singleExternal(s *shell, l *list) *simpleCmd {
+	if len(l.items) != 1 || l.async[0] || len(l.items[0].rest) > 0 {
+		return nil
+	}
+	pl := l.items[0].first
+	if pl.bang || len(pl.cmds) != 1 {
+		return nil
+	}
+	sc, ok := pl.cmds[0].(*simpleCmd)
+	if !ok || len(sc.assigns) > 0 || len(sc.redirs) > 0 || len(sc.words) == 0 {
+		return nil
+	}
+	name := sc.words[0]
+	if !isName(strings.ReplaceAll(strings.ReplaceAll(name, "/", "_"), "-", "_")) && !strings.HasPrefix(name, "/") {
+		return nil // quoted or expanded command names take the general path
+	}
+	if _, ok := shellBuiltins[name]; ok {
+		return nil
+	}
+	if _, ok := inlineApplets[name]; ok {
+		return nil
+	}
+	return sc
 }
 
 func (s *shell) prompt() string {
