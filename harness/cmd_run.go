@@ -33,7 +33,7 @@ func (t *target) flags(fs interface {
 	StringVar(*string, string, string, string)
 	BoolVar(*bool, string, bool, string)
 }) {
-	fs.StringVar(&t.dir, "dir", "", "run against the node `harness up --dir DIR` started (its endpoints, admin sockets and CNI log)")
+	fs.StringVar(&t.dir, "dir", "", "run against the node that 'harness up --dir DIR' started (its endpoints, admin sockets and CNI log)")
 	fs.StringVar(&t.criEP, "cri-endpoint", "", "run against this CRI endpoint (any runtime: unix:///run/containerd/containerd.sock) instead of a fresh cri-fake")
 	fs.StringVar(&t.csiEP, "csi-endpoint", "", "CSI node plugin endpoint to run against instead of a fresh csi-fake")
 	fs.StringVar(&t.csiCtrlEP, "csi-controller-endpoint", "", "CSI controller plugin endpoint (default: --csi-endpoint)")
@@ -55,7 +55,7 @@ func (t *target) prepare() error {
 		t.portmapWhy = "--no-portmap"
 		return nil
 	case wiring.FindBinDir(t.binDir) == "":
-		return errors.New("cni-fake binary not found: run `make build` (or give --bin-dir)")
+		return errors.New("cni-fake binary not found: run 'make build' (or give --bin-dir)")
 	}
 	if _, err := os.Stat(filepath.Join(wiring.FindBinDir(t.binDir), "portmap")); err != nil {
 		t.portmapWhy = "no portmap binary beside cni-fake (run `make tools`)"
