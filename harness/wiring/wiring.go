@@ -130,30 +130,15 @@ func Start(t testing.TB, o Options) *Node {
 	return n
 }
 
-// buildCNIFake builds the cni-fake plugin once per test binary.
-var built struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
+// buildCNIFake builds the cni-fake plugin into the test's temp dir (the Go build cache makes the
+// second build of a test binary nearly free).
 func buildCNIFake(t testing.TB) string {
-	built.once.Do(func() {
-		dir, err := os.MkdirTemp("", "plugsim-bin-")
-		if err != nil {
-			built.err = err
-			return
-		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "cni-fake"), "github.com/plugsim/plugsim/cni-fake").CombinedOutput()
-		if err != nil {
-			built.err = fmt.Errorf("go build cni-fake: %v\n%s", err, out)
-		}
-		built.dir = dir
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
+	dir := t.TempDir()
+	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "cni-fake"), "github.com/plugsim/plugsim/cni-fake").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build cni-fake (or set PLUGSIM_BIN to a directory holding it): %v\n%s", err, out)
 	}
-	return built.dir
+	return dir
 }
 
 // FindBinDir finds the directory holding cni-fake: given, $PLUGSIM_BIN, or the running
