@@ -19,13 +19,13 @@
 // StartContainer: wire stdio and the network, then start:
 //
 //	logw, _ := process.NewLogWriter(logPath)          // CRI log format
-//	spec.Stdout, spec.Stderr = logw.Stream(process.Stdout), logw.Stream(process.Stderr)
-//	spec.Stdin = attachStdin                          // when cfg.Stdin; nil otherwise
+//	cio := process.NewContainerIO(logw, cfg.Stdin, cfg.Tty) // log + attach fan-out
+//	spec.Stdin, spec.Stdout, spec.Stderr = cio.Stdin(), cio.Stdout(), cio.Stderr()
 //	spec.NetNS = netnsPath                            // real netns: servers listen inside it
 //	spec.PIDNamespace = podPIDNS                      // PID mode POD (pause is pid 1) or NODE; nil: CONTAINER
 //	// or spec.Listen = inMemoryListen                // no real netns
 //	p, err := process.Start(ctx, spec)                // *ExecError: "executable file not found in $PATH"
-//	go func() { <-p.Done(); code, _ := p.ExitCode(); ... p.FinishedAt() ... }()
+//	go func() { <-p.Done(); cio.Close(); code, _ := p.ExitCode(); ... p.FinishedAt() ... }()
 //
 // StopContainer: p.Signal(stopSignal), then p.Signal(syscall.SIGKILL) after the
 // timeout; exit codes are 128+signal for a signal's default action (143 TERM,
@@ -36,8 +36,8 @@
 // ErrExecTimeout after killing a command that outlived timeout; ErrNotRunning
 // once the main process ended; *ExecError for a missing executable.
 // Exec/Attach (streaming): p.Exec(ctx, ExecSpec{Args, Stdin, Stdout, Stderr,
-// TTY}) and Wait; Attach is the Spec's Stdin/Stdout/Stderr, which the runtime
-// multiplexes; p.Resize for TTY size changes. PortForward: DialInNetNS into the
+// TTY}) and Wait; Attach is cio.Attach(ctx, in, out, err, cfg.StdinOnce)
+// (containerd's rules for stdinOnce); p.Resize for TTY size changes. PortForward: DialInNetNS into the
 // sandbox's namespace (or the runtime's own Listen registry).
 // ReopenContainerLog: logw.Reopen(). Stats: p.Stats(). Process table:
 // p.Processes().

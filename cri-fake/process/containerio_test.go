@@ -1,0 +1,115 @@
+package process
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// closeBuffer is an attach session's output: a buffer that knows it was closed.
+type closeBuffer struct {
+	syncBuffer
+	mu     sync.Mutex
+	closed bool
+}
+
+func (c *closeBuffer) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *closeBuffer) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+func TestContainerIOAttach(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "c.log")
+	logw, err := NewLogWriter(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logw.Close()
+	cio := NewContainerIO(logw, true, false)
+	p := startProc(t, Spec{Args: []string{"/bin/sh"}, Stdin: cio.Stdin(), Stdout: cio.Stdout(), Stderr: cio.Stderr()})
+	go func() { p.Wait(); cio.Close() }()
+
+	// First session (critest "attach"): write a command, read exactly its output,
+	// then end the input: without stdinOnce the session detaches, the shell lives on.
+	inR, inW := io.Pipe()
+	out := &closeBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- cio.Attach(context.Background(), inR, out, nil, false) }()
+	io.WriteString(inW, "echo -n hello\n")
+	waitFor(t, "attach output", func() bool { return out.String() == "hello" })
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !out.isClosed() {
+		t.Error("session output not closed on detach")
+	}
+	if _, exited := p.ExitCode(); exited {
+		t.Fatal("the shell ended when a non-stdinOnce session detached")
+	}
+
+	// Second session with stdinOnce: end of input closes the shell's stdin and
+	// the session lasts until the container ends.
+	inR2, inW2 := io.Pipe()
+	out2 := &closeBuffer{}
+	done2 := make(chan error, 1)
+	go func() { done2 <- cio.Attach(context.Background(), inR2, out2, nil, true) }()
+	io.WriteString(inW2, "echo bye >&2; echo out\n")
+	inW2.Close()
+	select {
+	case <-done2:
+	case <-time.After(10 * time.Second):
+		t.Fatal("stdinOnce session did not end with the container")
+	}
+	if code := p.Wait(); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	if out2.String() != "out\n" || !out2.isClosed() {
+		t.Errorf("second session stdout %q closed %v", out2.String(), out2.isClosed())
+	}
+	data, _ := os.ReadFile(logPath)
+	// "hello" had no newline, so it joins the next line.
+	for _, want := range []string{" stderr F bye\n", " stdout F helloout\n"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("log misses %q: %q", want, data)
+		}
+	}
+	// Attaching to an ended container returns at once.
+	out3 := &closeBuffer{}
+	if err := cio.Attach(context.Background(), nil, out3, nil, false); err != nil || !out3.isClosed() {
+		t.Errorf("attach after exit: %v closed %v", err, out3.isClosed())
+	}
+}
+
+func TestContainerIONoStdin(t *testing.T) {
+	cio := NewContainerIO(nil, false, false)
+	if cio.Stdin() != nil {
+		t.Fatal("stdin without the stdin flag")
+	}
+	p := startProc(t, Spec{Args: []string{"sh", "-c", "echo x; sleep 1000"}, Stdin: cio.Stdin(), Stdout: cio.Stdout(), Stderr: cio.Stderr()})
+	out := &closeBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cio.Attach(ctx, strings.NewReader("ignored\n"), out, nil, false) }()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("attach after cancel: %v", err)
+	}
+	p.Signal(9)
+	p.Wait()
+	cio.Close()
+}
