@@ -589,6 +589,27 @@ func (p *Process) ExecSync(ctx context.Context, args []string, timeout time.Dura
 	return so.Bytes(), se.Bytes(), code, nil
 }
 
+// ExecStream runs args with the given streams until it ends (streaming
+// Exec: `crictl exec -it`, `kubectl exec`). When ctx ends first the command
+// is killed and ctx's error returned. A non-zero exit code is not an error
+// here: the streaming server wants it as an exec.CodeExitError.
+func (p *Process) ExecStream(ctx context.Context, args []string, in io.Reader, out, errw io.Writer, tty bool) (int, error) {
+	e, err := p.Exec(ctx, ExecSpec{Args: args, Stdin: in, Stdout: out, Stderr: errw, TTY: tty})
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-e.Done():
+	case <-ctx.Done():
+		_ = e.Signal(syscall.SIGKILL)
+		<-e.Done()
+		code, _ := e.ExitCode()
+		return code, ctx.Err()
+	}
+	code, _ := e.ExitCode()
+	return code, nil
+}
+
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  []byte

@@ -332,3 +332,18 @@ func TestExecReplacesShell(t *testing.T) {
 		})
 	}
 }
+
+func TestExecStream(t *testing.T) {
+	p := startProc(t, Spec{Args: []string{"sleep", "1000"}})
+	var out syncBuffer
+	code, err := p.ExecStream(t.Context(), []string{"sh", "-c", "read x; echo got $x; exit 3"}, strings.NewReader("line\n"), &out, &out, false)
+	if err != nil || code != 3 || out.String() != "got line\n" {
+		t.Errorf("code %d err %v out %q", code, err, out.String())
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	code, err = p.ExecStream(ctx, []string{"sleep", "1000"}, nil, &out, &out, false)
+	if !errors.Is(err, context.DeadlineExceeded) || code != 137 {
+		t.Errorf("cancelled exec: code %d err %v", code, err)
+	}
+}
