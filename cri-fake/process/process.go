@@ -89,6 +89,13 @@ type Spec struct {
 	PIDNamespace *PIDNamespace
 	// CPUs is what nproc prints (default 2).
 	CPUs int
+	// InitSignalRule applies the kernel's rule for a PID namespace's init
+	// (pid 1): a signal it has no handler for is ignored (KILL excepted), and
+	// it is delivered to pid 1 alone, so a shell's trap runs only after its
+	// foreground command finishes. Off by default: TERM then ends a shell
+	// without a trap (143) and interrupts its sleep, which keeps
+	// StopContainer fast.
+	InitSignalRule bool
 }
 
 // ExecSpec is a command run in a running container (ExecSync, Exec): same

@@ -347,3 +347,27 @@ func TestExecStream(t *testing.T) {
 		t.Errorf("cancelled exec: code %d err %v", code, err)
 	}
 }
+
+// TestInitSignalRule: with the kernel's init rule, pid 1 ignores TERM it has
+// no handler for, and a trap waits for the foreground command.
+func TestInitSignalRule(t *testing.T) {
+	p := startProc(t, Spec{Args: []string{"sh", "-c", "while true; do sleep 1000; done"}, InitSignalRule: true})
+	waitFor(t, "sleep", func() bool { return len(p.Processes()) == 2 })
+	p.Signal(syscall.SIGTERM)
+	time.Sleep(50 * time.Millisecond)
+	if _, exited := p.ExitCode(); exited {
+		t.Fatal("pid 1 without a handler ended on TERM")
+	}
+	p.Signal(syscall.SIGKILL)
+	if code := p.Wait(); code != 137 {
+		t.Errorf("KILL: %d", code)
+	}
+
+	var out syncBuffer
+	q := startProc(t, Spec{Args: []string{"sh", "-c", "trap 'echo trapped; exit 0' TERM; while true; do sleep 0.2; done"}, Stdout: &out, InitSignalRule: true})
+	waitFor(t, "sleep", func() bool { return len(q.Processes()) == 2 })
+	q.Signal(syscall.SIGTERM)
+	if code := q.Wait(); code != 0 || out.String() != "trapped\n" {
+		t.Errorf("trap under the init rule: code %d out %q", code, out.String())
+	}
+}

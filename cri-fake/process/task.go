@@ -153,13 +153,19 @@ func (t *task) signal(sig syscall.Signal) {
 		fg = append(fg, c)
 	}
 	t.mu.Unlock()
-	for _, c := range fg {
-		c.signal(sig)
+	isInit := t.pid == 1 && t.c.spec.InitSignalRule
+	if !isInit {
+		// Delivered as to a process group: a shell's foreground command gets
+		// it too, so `sleep` is interrupted before a trap runs.
+		for _, c := range fg {
+			c.signal(sig)
+		}
 	}
 	if h != nil && h(sig) {
 		return
 	}
-	if ignoredByDefault(sig) {
+	if ignoredByDefault(sig) || isInit {
+		// The kernel drops signals a pid namespace's init has no handler for.
 		return
 	}
 	t.terminate(128 + int(sig))
