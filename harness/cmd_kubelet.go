@@ -11,6 +11,8 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/plugsim/plugsim/harness/collect"
+	"github.com/plugsim/plugsim/harness/diagram"
 	"github.com/plugsim/plugsim/harness/kubeletsim"
 	"github.com/plugsim/plugsim/harness/wiring"
 )
@@ -35,6 +37,8 @@ Without --cri-endpoint or --dir it starts a fresh cri-fake (and csi-fake) with t
 	image := fs.String("image", "busybox", "image of every container")
 	relist := fs.Duration("relist", time.Second, "PLEG relist period (0: off)")
 	withCSI := fs.Bool("csi", false, "also run a PVC volume lifecycle per pod (CreateVolume … DeleteVolume)")
+	diagramOut := fs.String("diagram", "", "write the calls of the run as an SVG sequence diagram here (for a few pods: --pods 1)")
+	showTrace := fs.Bool("show-trace", false, "print every boundary crossing of the run (for a few pods)")
 	cni := fs.String("cni", "default", "for a fresh cri-fake: default (the cni-fake chain, exec'd per pod) or off (no CNI: cri-fake's built-in addresses, to measure the CRI alone)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -49,6 +53,8 @@ Without --cri-endpoint or --dir it starts a fresh cri-fake (and csi-fake) with t
 	defer stop()
 
 	var criConn, csiNode, csiCtrl grpc.ClientConnInterface
+	var col *collect.Collector
+	traced := *diagramOut != "" || *showTrace
 	kubeletDir := ""
 	target := ""
 	if t.remote() {
@@ -70,13 +76,21 @@ Without --cri-endpoint or --dir it starts a fresh cri-fake (and csi-fake) with t
 		}
 		defer r.Close()
 		criConn, csiNode, csiCtrl = r.Env.CRI, r.Env.CSINode, r.Env.CSIController
+		col = r.Env.Trace
 		target = st.CRIEndpoint
 	} else {
-		n, err := wiring.StartNode(wiring.Options{CNI: *cni, Portmap: t.portmapOK, BinDir: t.binDir, NoCSI: !*withCSI, TraceCapacity: -1})
+		capacity := -1 // a load run keeps no trace in memory
+		if traced {
+			capacity = 0 // the default ring
+		}
+		n, err := wiring.StartNode(wiring.Options{CNI: *cni, Portmap: t.portmapOK, BinDir: t.binDir, NoCSI: !*withCSI, TraceCapacity: capacity})
 		if err != nil {
 			return err
 		}
 		defer n.Close()
+		if traced {
+			col = n.Collector()
+		}
 		criConn, csiNode, csiCtrl = n.CRIConn, n.CSIConn, n.CSIControllerConn
 		kubeletDir = n.KubeletDir
 		chain := "CNI off"
@@ -131,6 +145,27 @@ Without --cri-endpoint or --dir it starts a fresh cri-fake (and csi-fake) with t
 	fmt.Printf("kubelet sequences: %d pods, %d at a time, %d init + %d app containers each, against %s\n",
 		*pods, *conc, *inits, *containers, target)
 	rep := kubeletsim.RunLoad(ctx, k, opts)
+	if traced {
+		if col == nil {
+			return fmt.Errorf("--diagram/--show-trace: no trace to read from %s (use a fresh node or --dir)", target)
+		}
+		evs, err := col.Next()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "trace: %v\n", err)
+		}
+		evs = diagram.FoldCNI(evs)
+		if *showTrace {
+			diagram.Text(os.Stdout, "  ", evs)
+		}
+		if *diagramOut != "" {
+			title := fmt.Sprintf("the kubelet's calls for %d pod(s)", *pods)
+			sub := fmt.Sprintf("harness kubelet against %s · %d boundary crossings", target, len(evs))
+			if err := os.WriteFile(*diagramOut, diagram.SVG(title, sub, []diagram.Section{{Events: evs}}), 0o644); err != nil {
+				return err
+			}
+			fmt.Printf("diagram: %s\n", *diagramOut)
+		}
+	}
 	rep.Write(os.Stdout)
 	if rep.Failed > 0 {
 		return exitError(1)

@@ -17,8 +17,11 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/internal/trace"
 )
 
 // Labels the kubelet puts on sandboxes and containers (pkg/kubelet/types/labels.go); PLEG groups
@@ -76,6 +79,12 @@ func New(cc grpc.ClientConnInterface) *Kubelet {
 	}
 }
 
+// As names the component making the calls on ctx, for the fakes' trace (trace.CallerMetadata):
+// one socket serves several callers, and only the client knows which one it plays.
+func As(ctx context.Context, role string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, trace.CallerMetadata, role)
+}
+
 // do times one call and reports it.
 func (k *Kubelet) do(method string, f func() error) error {
 	start := time.Now()
@@ -93,6 +102,7 @@ func (k *Kubelet) do(method string, f func() error) error {
 // getCgroupDriverFromCRI, NewKubeGenericRuntimeManager, then the first updateRuntimeUp): Version,
 // ImageFsInfo, RuntimeConfig, Version again (which must say "0.1.0"), then Status.
 func (k *Kubelet) Startup(ctx context.Context) (*runtimeapi.StatusResponse, error) {
+	ctx = As(ctx, "kubelet")
 	if err := k.do("Version", func() error { _, err := k.Runtime.Version(ctx, &runtimeapi.VersionRequest{}); return err }); err != nil {
 		return nil, err
 	}
@@ -164,6 +174,7 @@ func (k *Kubelet) SandboxConfig(p Pod) *runtimeapi.PodSandboxConfig {
 // then each init container, one at a time, started and waited for until it has exited with 0,
 // then the app containers (research/cri.md §3.3).
 func (k *Kubelet) StartPod(ctx context.Context, p Pod) (*Running, error) {
+	ctx = As(ctx, "kubelet")
 	cfg := k.SandboxConfig(p)
 	r := &Running{Pod: p, Config: cfg, Containers: map[string]string{}}
 	if err := k.do("RunPodSandbox", func() error {
@@ -309,6 +320,7 @@ func (k *Kubelet) waitExited(ctx context.Context, id, name string) error {
 
 // Relist is one PLEG relist (pleg/generic.go): all sandboxes and all containers, unfiltered.
 func (k *Kubelet) Relist(ctx context.Context) (sandboxes, containers int, err error) {
+	ctx = As(ctx, "kubelet")
 	err = k.do("ListPodSandbox", func() error {
 		resp, err := k.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 		if err == nil {
@@ -333,6 +345,7 @@ func (k *Kubelet) Relist(ctx context.Context) (sandboxes, containers int, err er
 // first, PodSandboxStatus for each, its containers by label, ContainerStatus for each (NotFound
 // skipped: the container went away between list and status).
 func (k *Kubelet) PodStatus(ctx context.Context, uid string) (map[string]runtimeapi.ContainerState, error) {
+	ctx = As(ctx, "kubelet")
 	sel := map[string]string{LabelPodUID: uid}
 	var sbs []*runtimeapi.PodSandbox
 	if err := k.do("ListPodSandbox", func() error {
@@ -385,6 +398,7 @@ func (k *Kubelet) PodStatus(ctx context.Context, uid string) (map[string]runtime
 // tolerated), then StopPodSandbox, then GetPodStatus, where a container still running is the
 // "CRI violation" the kubelet reports (research/cri.md §3.4).
 func (k *Kubelet) StopPod(ctx context.Context, r *Running, grace int64) error {
+	ctx = As(ctx, "kubelet")
 	var wg sync.WaitGroup
 	errs := make(chan error, len(r.Containers))
 	for _, id := range r.Containers {
@@ -434,6 +448,7 @@ func (k *Kubelet) StopPod(ctx context.Context, r *Running, grace int64) error {
 // symlink's ContainerStatus, then RemoveContainer; then the sandbox GC's StopPodSandbox and
 // RemovePodSandbox (kuberuntime_gc.go evictSandboxes).
 func (k *Kubelet) RemovePod(ctx context.Context, r *Running) error {
+	ctx = As(ctx, "kubelet")
 	ids := make([]string, 0, len(r.Containers))
 	for _, id := range r.Containers {
 		ids = append(ids, id)

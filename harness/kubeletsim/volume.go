@@ -55,9 +55,10 @@ func (s *Storage) do(method string, f func() error) error {
 // ControllerGetCapabilities (research/csi.md §3.2, §3.3), and the kubelet's registration-time
 // NodeGetInfo plus NodeGetCapabilities before staging (§3.4, §3.5).
 func (s *Storage) Discover(ctx context.Context) error {
+	pctx, kctx := As(ctx, "external-provisioner"), As(ctx, "kubelet")
 	if s.ControllerIdentity != nil {
 		if err := s.do("GetPluginInfo", func() error {
-			r, err := s.ControllerIdentity.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
+			r, err := s.ControllerIdentity.GetPluginInfo(pctx, &csi.GetPluginInfoRequest{})
 			if err == nil {
 				s.DriverName = r.Name
 			}
@@ -67,7 +68,7 @@ func (s *Storage) Discover(ctx context.Context) error {
 		}
 		var hasController bool
 		if err := s.do("GetPluginCapabilities", func() error {
-			r, err := s.ControllerIdentity.GetPluginCapabilities(ctx, &csi.GetPluginCapabilitiesRequest{})
+			r, err := s.ControllerIdentity.GetPluginCapabilities(pctx, &csi.GetPluginCapabilitiesRequest{})
 			for _, c := range r.GetCapabilities() {
 				if c.GetService().GetType() == csi.PluginCapability_Service_CONTROLLER_SERVICE {
 					hasController = true
@@ -79,7 +80,7 @@ func (s *Storage) Discover(ctx context.Context) error {
 		}
 		if hasController {
 			if err := s.do("ControllerGetCapabilities", func() error {
-				r, err := s.Controller.ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
+				r, err := s.Controller.ControllerGetCapabilities(pctx, &csi.ControllerGetCapabilitiesRequest{})
 				for _, c := range r.GetCapabilities() {
 					switch c.GetRpc().GetType() {
 					case csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME:
@@ -97,7 +98,7 @@ func (s *Storage) Discover(ctx context.Context) error {
 	}
 	if s.DriverName == "" {
 		if err := s.do("GetPluginInfo", func() error {
-			r, err := s.NodeIdentity.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
+			r, err := s.NodeIdentity.GetPluginInfo(kctx, &csi.GetPluginInfoRequest{})
 			if err == nil {
 				s.DriverName = r.Name
 			}
@@ -107,7 +108,7 @@ func (s *Storage) Discover(ctx context.Context) error {
 		}
 	}
 	if err := s.do("NodeGetInfo", func() error {
-		r, err := s.Node.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
+		r, err := s.Node.NodeGetInfo(kctx, &csi.NodeGetInfoRequest{})
 		if err == nil {
 			s.NodeID = r.NodeId
 		}
@@ -115,10 +116,11 @@ func (s *Storage) Discover(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	return s.nodeCaps(ctx)
+	return s.nodeCaps(kctx)
 }
 
 func (s *Storage) nodeCaps(ctx context.Context) error {
+	ctx = As(ctx, "kubelet")
 	return s.do("NodeGetCapabilities", func() error {
 		r, err := s.Node.NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
 		s.stage, s.stats = false, false
@@ -148,6 +150,7 @@ func (s *Storage) VolumeLifecycle(ctx context.Context, pvcUID, podUID string, si
 	if !s.controllerReady || !s.createDelete {
 		return ErrNoProvisioning
 	}
+	pctx, actx, kctx := As(ctx, "external-provisioner"), As(ctx, "external-attacher"), As(ctx, "kubelet")
 	capability := &csi.VolumeCapability{
 		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: "ext4"}},
 		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
@@ -155,7 +158,7 @@ func (s *Storage) VolumeLifecycle(ctx context.Context, pvcUID, podUID string, si
 	pvName := "pvc-" + pvcUID
 	var vol *csi.Volume
 	if err := s.do("CreateVolume", func() error {
-		r, err := s.Controller.CreateVolume(ctx, &csi.CreateVolumeRequest{
+		r, err := s.Controller.CreateVolume(pctx, &csi.CreateVolumeRequest{
 			Name:               pvName,
 			CapacityRange:      &csi.CapacityRange{RequiredBytes: sizeBytes},
 			VolumeCapabilities: []*csi.VolumeCapability{capability},
@@ -170,7 +173,7 @@ func (s *Storage) VolumeLifecycle(ctx context.Context, pvcUID, podUID string, si
 	var publishContext map[string]string
 	if s.publish {
 		if err := s.do("ControllerPublishVolume", func() error {
-			r, err := s.Controller.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{
+			r, err := s.Controller.ControllerPublishVolume(actx, &csi.ControllerPublishVolumeRequest{
 				VolumeId: vol.VolumeId, NodeId: s.NodeID, VolumeCapability: capability, VolumeContext: vol.VolumeContext,
 			})
 			if err == nil {
@@ -197,7 +200,7 @@ func (s *Storage) VolumeLifecycle(ctx context.Context, pvcUID, podUID string, si
 			return err
 		}
 		if err := s.do("NodeStageVolume", func() error {
-			_, err := s.Node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{
+			_, err := s.Node.NodeStageVolume(kctx, &csi.NodeStageVolumeRequest{
 				VolumeId: vol.VolumeId, PublishContext: publishContext, StagingTargetPath: staging,
 				VolumeCapability: capability, VolumeContext: vol.VolumeContext,
 			})
@@ -213,19 +216,19 @@ func (s *Storage) VolumeLifecycle(ctx context.Context, pvcUID, podUID string, si
 	if s.stage {
 		pub.StagingTargetPath = staging
 	}
-	if err := s.do("NodePublishVolume", func() error { _, err := s.Node.NodePublishVolume(ctx, pub); return err }); err != nil {
+	if err := s.do("NodePublishVolume", func() error { _, err := s.Node.NodePublishVolume(kctx, pub); return err }); err != nil {
 		return err
 	}
 	if s.stats {
 		if err := s.do("NodeGetVolumeStats", func() error {
-			_, err := s.Node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: vol.VolumeId, VolumePath: target})
+			_, err := s.Node.NodeGetVolumeStats(kctx, &csi.NodeGetVolumeStatsRequest{VolumeId: vol.VolumeId, VolumePath: target})
 			return err
 		}); err != nil {
 			return err
 		}
 	}
 	if err := s.do("NodeUnpublishVolume", func() error {
-		_, err := s.Node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: vol.VolumeId, TargetPath: target})
+		_, err := s.Node.NodeUnpublishVolume(kctx, &csi.NodeUnpublishVolumeRequest{VolumeId: vol.VolumeId, TargetPath: target})
 		return err
 	}); err != nil {
 		return err
@@ -236,7 +239,7 @@ func (s *Storage) VolumeLifecycle(ctx context.Context, pvcUID, podUID string, si
 	}
 	if s.stage {
 		if err := s.do("NodeUnstageVolume", func() error {
-			_, err := s.Node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: vol.VolumeId, StagingTargetPath: staging})
+			_, err := s.Node.NodeUnstageVolume(kctx, &csi.NodeUnstageVolumeRequest{VolumeId: vol.VolumeId, StagingTargetPath: staging})
 			return err
 		}); err != nil {
 			return err
@@ -245,14 +248,14 @@ func (s *Storage) VolumeLifecycle(ctx context.Context, pvcUID, podUID string, si
 	}
 	if s.publish {
 		if err := s.do("ControllerUnpublishVolume", func() error {
-			_, err := s.Controller.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: vol.VolumeId, NodeId: s.NodeID})
+			_, err := s.Controller.ControllerUnpublishVolume(actx, &csi.ControllerUnpublishVolumeRequest{VolumeId: vol.VolumeId, NodeId: s.NodeID})
 			return err
 		}); err != nil {
 			return err
 		}
 	}
 	return s.do("DeleteVolume", func() error {
-		_, err := s.Controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: vol.VolumeId})
+		_, err := s.Controller.DeleteVolume(pctx, &csi.DeleteVolumeRequest{VolumeId: vol.VolumeId})
 		return err
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/plugsim/plugsim/harness/call"
+	"github.com/plugsim/plugsim/harness/diagram"
 	"github.com/plugsim/plugsim/internal/trace"
 )
 
@@ -96,6 +97,10 @@ func Scenario(events []trace.Event, opts Options) ([]byte, Stats, error) {
 			"interface", iface,
 			"call", ev.Method,
 		)
+		if ev.Caller != "" && ev.Caller != diagram.Role(ev.Interface, ev.Method) && ev.Caller != "csi-controller" {
+			// Keep who made the call: it decides which plugin half an Identity call goes to.
+			step.Content = append(step.Content, scalar("as"), scalar(ev.Caller))
+		}
 		if req != nil {
 			n := &yaml.Node{}
 			if err := n.Encode(req); err != nil {

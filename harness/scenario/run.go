@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/plugsim/plugsim/harness/call"
@@ -317,6 +318,9 @@ func (r *runner) grpcCall(ctx context.Context, st *Step) outcome {
 	if err != nil {
 		return outcome{err: err}
 	}
+	// Name the component the harness plays, so the fake's trace records it (one socket serves
+	// the kubelet and the sidecars alike).
+	ctx = metadata.AppendToOutgoingContext(ctx, trace.CallerMetadata, r.role(st, strings.ToUpper(st.Interface), st.Method.Name))
 	start := time.Now()
 	res := call.Invoke(ctx, cc, st.Method, req)
 	o := outcome{code: status.Code(res.Err).String()}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -31,7 +32,7 @@ func (r *Recorder) UnaryServerInterceptor(b Boundary) grpc.UnaryServerIntercepto
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		start := time.Now()
 		resp, err := handler(ctx, req)
-		r.Record(callEvent(b, info.FullMethod, start, req, resp, err))
+		r.Record(callEvent(withCaller(ctx, b), info.FullMethod, start, req, resp, err))
 		return resp, err
 	}
 }
@@ -43,11 +44,26 @@ func (r *Recorder) StreamServerInterceptor(b Boundary) grpc.StreamServerIntercep
 		start := time.Now()
 		rs := &recordingStream{ServerStream: ss}
 		err := handler(srv, rs)
-		ev := callEvent(b, info.FullMethod, start, rs.first, nil, err)
+		ev := callEvent(withCaller(ss.Context(), b), info.FullMethod, start, rs.first, nil, err)
 		ev.Attrs = map[string]string{"stream": "true", "sent": strconv.Itoa(rs.sent)}
 		r.Record(ev)
 		return err
 	}
+}
+
+// CallerMetadata is the gRPC metadata key a client may set to name itself in the trace
+// ("external-provisioner", "kubelet"): one socket serves several callers (the CSI sidecars and the
+// kubelet share a driver's Identity service), and only the client knows which one it is. The
+// harness sets it for the component it plays; without it the Boundary's caller is recorded.
+const CallerMetadata = "plugsim-caller"
+
+func withCaller(ctx context.Context, b Boundary) Boundary {
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get(CallerMetadata); len(v) > 0 && v[0] != "" {
+			b.Caller = v[0]
+		}
+	}
+	return b
 }
 
 type recordingStream struct {
