@@ -797,120 +797,110 @@ func (t *testEval) primary() (bool, error) {
 		t.pos++
 		return v, nil
 	}
-	// Binary operators.
 	if t.pos+2 < len(t.args) {
-		op := t.args[t.pos+1]
-		if t.pos+2 < len(t.args) {
-			b := t.args[t.pos+2]
-			switch op {
-			case "=", "==", "!=", "<", ">":
-				t.pos += 3
-				switch op {
-				case "=", "==":
-					return a == b, nil
-				case "!=":
-					return a != b, nil
-				case "<":
-					return a < b, nil
-				default:
-					return a > b, nil
-				}
-			case "-eq", "-ne", "-lt", "-le", "-gt", "-ge":
-				x, err1 := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
-				y, err2 := strconv.ParseInt(strings.TrimSpace(b), 10, 64)
-				if err1 != nil {
-					return false, fmt.Errorf("%s: bad number", a)
-				}
-				if err2 != nil {
-					return false, fmt.Errorf("%s: bad number", b)
-				}
-				t.pos += 3
-				switch op {
-				case "-eq":
-					return x == y, nil
-				case "-ne":
-					return x != y, nil
-				case "-lt":
-					return x < y, nil
-				case "-le":
-					return x <= y, nil
-				case "-gt":
-					return x > y, nil
-				default:
-					return x >= y, nil
-				}
-			case "-nt", "-ot", "-ef":
-				t.pos += 3
-				sa, ea := t.p.c.fs.Stat(t.p.abs(a))
-				sb, eb := t.p.c.fs.Stat(t.p.abs(b))
-				if ea != nil || eb != nil {
-					return false, nil
-				}
-				switch op {
-				case "-nt":
-					return sa.ModTime().After(sb.ModTime()), nil
-				case "-ot":
-					return sa.ModTime().Before(sb.ModTime()), nil
-				default:
-					return t.p.abs(a) == t.p.abs(b), nil
-				}
-			}
+		if v, ok, err := t.binary(a, t.args[t.pos+1], t.args[t.pos+2]); ok || err != nil {
+			t.pos += 3
+			return v, err
 		}
 	}
 	if len(a) == 2 && a[0] == '-' && t.pos+1 < len(t.args) {
-		operand := t.args[t.pos+1]
-		fs := t.p.c.fs
-		path := t.p.abs(operand)
-		switch a[1] {
-		case 'z':
+		if v, ok := t.unary(a[1], t.args[t.pos+1]); ok {
 			t.pos += 2
-			return operand == "", nil
-		case 'n':
-			t.pos += 2
-			return operand != "", nil
-		case 'e', 'f', 'd', 's', 'r', 'w', 'x', 'L', 'h', 'c', 'p', 'S', 'b':
-			t.pos += 2
-			var info interface {
-				IsDir() bool
-				Size() int64
-			}
-			if a[1] == 'L' || a[1] == 'h' {
-				st, err := fs.Lstat(path)
-				if err != nil {
-					return false, nil
-				}
-				return st.Mode()&iofs.ModeSymlink != 0, nil
-			}
-			st, err := fs.Stat(path)
-			if err != nil {
-				return false, nil
-			}
-			info = st
-			switch a[1] {
-			case 'f':
-				return st.Mode().IsRegular(), nil
-			case 'd':
-				return info.IsDir(), nil
-			case 's':
-				return info.Size() > 0, nil
-			case 'x':
-				return st.Mode().Perm()&0o111 != 0, nil
-			case 'w':
-				if _, l, err := fs.stat(path, true); err == nil && l.ro {
-					return false, nil
-				}
-				return true, nil
-			case 'c':
-				return st.Mode()&iofs.ModeCharDevice != 0, nil
-			case 'p', 'S', 'b':
-				return false, nil
-			}
-			return true, nil
-		case 't':
-			t.pos += 2
-			return t.p.tty && operand == "0", nil
+			return v, nil
 		}
 	}
 	t.pos++
 	return a != "", nil
+}
+
+// binary evaluates string and integer comparisons; ok is false for an
+// unknown operator.
+func (t *testEval) binary(a, op, b string) (v, ok bool, err error) {
+	switch op {
+	case "=", "==":
+		return a == b, true, nil
+	case "!=":
+		return a != b, true, nil
+	case "<":
+		return a < b, true, nil
+	case ">":
+		return a > b, true, nil
+	case "-eq", "-ne", "-lt", "-le", "-gt", "-ge":
+		x, err := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
+		if err != nil {
+			return false, true, fmt.Errorf("%s: bad number", a)
+		}
+		y, err := strconv.ParseInt(strings.TrimSpace(b), 10, 64)
+		if err != nil {
+			return false, true, fmt.Errorf("%s: bad number", b)
+		}
+		switch op {
+		case "-eq":
+			return x == y, true, nil
+		case "-ne":
+			return x != y, true, nil
+		case "-lt":
+			return x < y, true, nil
+		case "-le":
+			return x <= y, true, nil
+		case "-gt":
+			return x > y, true, nil
+		}
+		return x >= y, true, nil
+	case "-nt", "-ot", "-ef":
+		sa, ea := t.p.c.fs.Stat(t.p.abs(a))
+		sb, eb := t.p.c.fs.Stat(t.p.abs(b))
+		if ea != nil || eb != nil {
+			return false, true, nil
+		}
+		switch op {
+		case "-nt":
+			return sa.ModTime().After(sb.ModTime()), true, nil
+		case "-ot":
+			return sa.ModTime().Before(sb.ModTime()), true, nil
+		}
+		return t.p.abs(a) == t.p.abs(b), true, nil
+	}
+	return false, false, nil
+}
+
+// unary evaluates -z -n and the file tests; ok is false for an unknown flag.
+func (t *testEval) unary(flag byte, operand string) (v, ok bool) {
+	fsys := t.p.c.fs
+	p := t.p.abs(operand)
+	switch flag {
+	case 'z':
+		return operand == "", true
+	case 'n':
+		return operand != "", true
+	case 't':
+		return t.p.tty && operand == "0", true
+	case 'L', 'h':
+		st, err := fsys.Lstat(p)
+		return err == nil && st.Mode()&iofs.ModeSymlink != 0, true
+	case 'e', 'f', 'd', 's', 'r', 'w', 'x', 'c', 'p', 'S', 'b':
+	default:
+		return false, false
+	}
+	st, l, err := fsys.stat(p, true)
+	if err != nil {
+		return false, true
+	}
+	switch flag {
+	case 'f':
+		return st.Mode().IsRegular(), true
+	case 'd':
+		return st.IsDir(), true
+	case 's':
+		return st.Size() > 0, true
+	case 'x':
+		return st.Mode().Perm()&0o111 != 0, true
+	case 'w':
+		return !l.ro, true
+	case 'c':
+		return st.Mode()&iofs.ModeCharDevice != 0, true
+	case 'p', 'S', 'b':
+		return false, true
+	}
+	return true, true // -e, -r
 }

@@ -30,7 +30,7 @@ func (c *container) listen(port int) (net.Listener, error) {
 }
 
 // healthPaths answer 503 when the image behaviour says readiness fails.
-var healthPaths = map[string]bool{"/healthz": true, "/readyz": true, "/ready": true, "/health": true, "/livez": false}
+var healthPaths = map[string]bool{"/healthz": true, "/readyz": true, "/ready": true, "/health": true}
 
 // statusRecorder remembers the status and size of a response for access logs.
 type statusRecorder struct {
