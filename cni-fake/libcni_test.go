@@ -16,6 +16,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
 	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/vishvananda/netlink"
 
 	"github.com/plugsim/plugsim/cni-fake/netnstest"
@@ -388,5 +389,34 @@ func TestLibcniVethDualStack(t *testing.T) {
 	})
 	if slices.Contains(netnstest.Links(t, podNS), "eth0") {
 		t.Fatal("eth0 left after DEL")
+	}
+}
+
+// containerd closes the sandbox's netns before the DEL and then sends CNI_NETNS="": the kernel has
+// destroyed the pair with the namespace, and DEL must still succeed and release the address.
+func TestLibcniVethDelAfterNetnsGone(t *testing.T) {
+	netnstest.RequireRoot(t)
+	ctx := context.Background()
+	hostNS, podNS := netnstest.New(t), netnstest.New(t)
+	dir := t.TempDir()
+	list := exampleList(t, dir, modeVeth, "1.1.0")
+	cfg := libcniConfig(t)
+	rt := containerdRuntimeConf("gone", podNS.Path())
+	inHost(t, hostNS, func() error {
+		_, err := cfg.AddNetworkList(ctx, list, rt)
+		return err
+	})
+	podNS.Close()
+	if err := testutils.UnmountNS(podNS); err != nil {
+		t.Fatal(err)
+	}
+	closed := *rt
+	closed.NetNS = ""
+	inHost(t, hostNS, func() error { return cfg.DelNetworkList(ctx, list, &closed) })
+	if l := networkLeases(t, dir, "plugsim"); len(l) != 0 {
+		t.Fatalf("leases after DEL with an empty netns: %v", l)
+	}
+	if links := netnstest.Links(t, hostNS); slices.Contains(links, hostIfName("veth", "plugsim", "gone", "eth0")) {
+		t.Fatalf("host veth left: %v", links)
 	}
 }
