@@ -421,7 +421,6 @@ func (p *Process) finish(code int, main bool) {
 	c := p.c
 	p.t.exit(code)
 	if main {
-		// When pid 1 dies the kernel kills every process of its pid namespace.
 		c.mu.Lock()
 		c.dead = true
 		c.mu.Unlock()
