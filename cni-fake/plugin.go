@@ -36,7 +36,6 @@ type plugin struct {
 	getenv func(string) string
 
 	// Filled in by the callbacks for the log.
-	args     *skel.CmdArgs
 	conf     *NetConf
 	response []byte
 	attrs    map[string]string
@@ -44,7 +43,6 @@ type plugin struct {
 
 // setup parses what every verb needs. Errors are already CNI errors.
 func (p *plugin) setup(args *skel.CmdArgs) (*NetConf, cniArgs, error) {
-	p.args = args
 	conf, err := parseConfig(args.StdinData)
 	if err != nil {
 		return nil, cniArgs{}, err
