@@ -70,6 +70,28 @@ type Passive interface {
 	Passive() bool
 }
 
+// Execer is an optional Process extension: ExecSync runs a command inside the container. The
+// context carries ExecSync's timeout; a command still running when it expires must be stopped
+// and the context's error returned.
+type Execer interface {
+	ExecSync(ctx context.Context, cmd []string) (ExecResult, error)
+}
+
+// ExecResult is what a synchronous exec produced.
+type ExecResult struct {
+	Stdout, Stderr []byte
+	ExitCode       int32
+}
+
+// Streaming hands out the URLs of Exec, Attach and PortForward sessions: the subset of
+// k8s.io/cri-streaming's streaming.Server the runtime calls (that server, built over the process
+// simulation, satisfies it as it is).
+type Streaming interface {
+	GetExec(*runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error)
+	GetAttach(*runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error)
+	GetPortForward(*runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error)
+}
+
 // LogReopener is an optional Process extension for ReopenContainerLog.
 type LogReopener interface {
 	ReopenLog() error

@@ -40,6 +40,8 @@ type Options struct {
 	NetNS network.NetNSManager
 	// Launcher starts container processes; nil means UntilStopped.
 	Launcher Launcher
+	// Streaming serves Exec, Attach and PortForward; nil answers them Unimplemented.
+	Streaming Streaming
 	// Persister saves state changes (nil: memory only).
 	Persister Persister
 	// Info is added to verbose Status under "config" (the flags cri-fake runs with).

@@ -9,32 +9,11 @@ import (
 )
 
 // What cri-fake truthfully cannot do answers Unimplemented with the reason; the kubelet and
-// critest have explicit fallbacks or skips for each of these.
+// critest have explicit fallbacks or skips for each of these. Exec, Attach, PortForward and
+// ExecSync are in streaming.go: they work once a process simulation and streaming server are
+// plugged in.
 
 const noProcesses = "cri-fake runs no processes yet: exec, attach and port-forward arrive with the process simulation (cri-fake/process)"
-
-// ExecSync is Unimplemented until the process simulation lands.
-func (s *Service) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
-	if _, err := s.containers.Get(req.GetContainerId()); err != nil {
-		return nil, storeError(err, "container "+req.GetContainerId())
-	}
-	return nil, status.Error(codes.Unimplemented, "ExecSync: "+noProcesses)
-}
-
-// Exec is Unimplemented until the process simulation lands.
-func (s *Service) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "Exec: "+noProcesses)
-}
-
-// Attach is Unimplemented until the process simulation lands.
-func (s *Service) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "Attach: "+noProcesses)
-}
-
-// PortForward is Unimplemented until the process simulation lands.
-func (s *Service) PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "PortForward: "+noProcesses)
-}
 
 // CheckpointContainer is Unimplemented: there is no process state to checkpoint (CRIU).
 func (s *Service) CheckpointContainer(ctx context.Context, req *runtimeapi.CheckpointContainerRequest) (*runtimeapi.CheckpointContainerResponse, error) {

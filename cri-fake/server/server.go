@@ -82,6 +82,9 @@ type Options struct {
 
 	// Launcher starts container processes; nil means every container runs until stopped.
 	Launcher runtime.Launcher
+	// Streaming serves Exec, Attach and PortForward sessions (k8s.io/cri-streaming's server over
+	// the process simulation); nil answers them Unimplemented.
+	Streaming runtime.Streaming
 
 	// Logf receives diagnostics (default: discard).
 	Logf func(format string, args ...any)
@@ -225,6 +228,7 @@ func Start(opts Options) (_ *Server, retErr error) {
 		Network:         netPlugin,
 		NetNS:           network.NetNSManager{Dir: filepath.Join(opts.RootDir, "netns"), Mode: netnsMode},
 		Launcher:        opts.Launcher,
+		Streaming:       opts.Streaming,
 		Persister:       persister(fileState),
 		Info:            info,
 		Logf:            logf,
