@@ -3,12 +3,14 @@ package process
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	iofs "io/fs"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -91,6 +93,9 @@ func appletEcho(p *proc) int {
 		s += "\n"
 	}
 	if _, err := io.WriteString(p.stdout, s); err != nil {
+		if errors.Is(err, syscall.EPIPE) {
+			return 128 + int(syscall.SIGPIPE) // killed by SIGPIPE: no message
+		}
 		p.errorf("write error: %s", strerror(err))
 		return 1
 	}

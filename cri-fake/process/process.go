@@ -286,12 +286,17 @@ func withDefaultEnv(env []string, hostname string, id Identity) []string {
 }
 
 func envGet(env []string, k string) string {
+	v, _ := envLookup(env, k)
+	return v
+}
+
+func envLookup(env []string, k string) (string, bool) {
 	for i := len(env) - 1; i >= 0; i-- {
 		if v, ok := strings.CutPrefix(env[i], k+"="); ok {
-			return v
+			return v, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // lookPath resolves name like execvp in the container: a name with a slash is a
@@ -312,8 +317,12 @@ func (c *container) lookPath(name string, env []string, wd string) (executable, 
 		}
 		return exe, nil
 	}
+	path, ok := envLookup(env, "PATH")
+	if !ok {
+		path = defaultPath // execvp's (and busybox ash's) default when PATH is unset
+	}
 	var denied error
-	for _, dir := range strings.Split(envGet(env, "PATH"), ":") {
+	for _, dir := range strings.Split(path, ":") {
 		if dir == "" {
 			dir = "."
 		}

@@ -61,7 +61,10 @@ type shell struct {
 	errexit     bool
 	xtrace      bool
 	nounset     bool
-	ignoreInt   *atomic.Bool
+	// broken is set when this pipeline element's output pipe has no reader
+	// any more: the element stops, as SIGPIPE would end a forked subshell.
+	broken    *atomic.Bool
+	ignoreInt *atomic.Bool
 }
 
 func newShell(p *proc) *shell {
@@ -219,7 +222,23 @@ func (s *shell) setVar(name, v string) {
 }
 
 func (s *shell) stopped() bool {
-	return s.exitReq || s.retReq || s.brk > 0 || s.cont > 0 || s.p.t.ctx.Err() != nil
+	return s.exitReq || s.retReq || s.brk > 0 || s.cont > 0 || s.p.t.ctx.Err() != nil || (s.broken != nil && s.broken.Load())
+}
+
+// pipeOut is a pipeline element's output: a write to a pipe whose reader has
+// gone fails with EPIPE and stops the element (SIGPIPE's default action).
+type pipeOut struct {
+	w      io.Writer
+	broken *atomic.Bool
+}
+
+func (p *pipeOut) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if err != nil && (errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrClosedPipe)) {
+		p.broken.Store(true)
+		return n, syscall.EPIPE
+	}
+	return n, err
 }
 
 func (s *shell) runList(l *list, sio io3) int {
@@ -334,12 +353,13 @@ func (s *shell) runPipe(cmds []command, sio io3) int {
 		cio := io3{in: in, out: sio.out, err: sio.err}
 		var pw *io.PipeWriter
 		var pr *io.PipeReader
+		sub := s.subshell()
 		if i < n-1 {
 			pr, pw = io.Pipe()
-			cio.out = pw
+			sub.broken = &atomic.Bool{}
+			cio.out = &pipeOut{w: pw, broken: sub.broken}
 			in = pr
 		}
-		sub := s.subshell()
 		wg.Add(1)
 		go func(i int, c command, cio io3, pw *io.PipeWriter, myIn io.Reader) {
 			defer wg.Done()
