@@ -137,8 +137,11 @@ func (r *runner) cniCall(ctx context.Context, st *Step) outcome {
 	o.client = []trace.Event{{
 		Time: start, Interface: trace.CNI, Caller: "harness", Callee: list.Name, Service: pluginTypes(list), Method: st.Call,
 		Code: o.code, Error: o.msg, DurationNS: int64(time.Since(start)),
-		Attrs: map[string]string{"containerID": req.ContainerID},
+		Attrs: map[string]string{},
 	}}
+	if st.Call != "STATUS" && st.Call != "GC" { // network-wide verbs name no container
+		o.client[0].Attrs["containerID"] = req.ContainerID
+	}
 	return o
 }
 

@@ -110,3 +110,50 @@ func TestNoCNIConfigMeansNetworkNotReady(t *testing.T) {
 		t.Fatal(res.Failure)
 	}
 }
+
+const cniScenario = `name: CNI by hand
+steps:
+  - interface: cni
+    call: ADD
+    request:
+      containerID: "c-${run}"
+      netns: /var/run/netns/fake-${run}
+      ifName: eth0
+      args: {IgnoreUnknown: "1", K8S_POD_NAME: web, K8S_POD_NAMESPACE: default}
+    capture: {ip: "ips[0].address"}
+    expect:
+      fields:
+        cniVersion: 1.1.0
+        ips[0].address: {matches: '^10\.88\.\d+\.\d+/16$'}
+      trace:
+        - {interface: CNI, method: ADD, caller: harness, callee: cni-fake}
+  - interface: cni
+    call: CHECK
+    request: {containerID: "c-${run}", netns: "/var/run/netns/fake-${run}", ifName: eth0}
+  - interface: cni
+    call: DEL
+    request: {containerID: "c-${run}", netns: "/var/run/netns/fake-${run}", ifName: eth0}
+  - name: DEL is safe to repeat
+    interface: cni
+    call: DEL
+    request: {containerID: "c-${run}", netns: "/var/run/netns/fake-${run}", ifName: eth0}
+  - interface: cni
+    call: STATUS
+`
+
+func TestCNIStepsDriveTheChainThroughLibcni(t *testing.T) {
+	n := Start(t, Options{NoCSI: true})
+	sc, err := scenario.Parse([]byte(cniScenario), "cni.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := n.Env()
+	var out bytes.Buffer
+	env.Out = &out
+	if res := scenario.Run(context.Background(), sc, env); !res.Passed {
+		t.Fatalf("%s\n%s", res.Failure, out.String())
+	}
+	if !strings.Contains(out.String(), "harness ──CNI ADD──▶ cni-fake  network=plugsim") || strings.Contains(out.String(), "cri-fake ──CNI") {
+		t.Errorf("each CNI call should show once, made by the harness:\n%s", out.String())
+	}
+}
