@@ -35,22 +35,27 @@
 // ExecSync: p.ExecSync(ctx, cmd, timeout) returns stdout, stderr, exit code;
 // ErrExecTimeout after killing a command that outlived timeout; ErrNotRunning
 // once the main process ended; *ExecError for a missing executable.
-// Exec/Attach (streaming): p.Exec(ctx, ExecSpec{Args, Stdin, Stdout, Stderr,
-// TTY}) and Wait; Attach is cio.Attach(ctx, in, out, err, cfg.StdinOnce)
-// (containerd's rules for stdinOnce); p.Resize for TTY size changes. PortForward: DialInNetNS into the
-// sandbox's namespace (or the runtime's own Listen registry).
+//
+// Streaming (k8s.io/cri-streaming's Runtime): Exec is p.ExecStream(ctx, cmd,
+// in, out, err, tty) (or p.Exec + Wait + Resize); Attach is cio.Attach(ctx,
+// in, out, err, cfg.StdinOnce) with containerd's stdinOnce rules; PortForward
+// dials with DialInNetNS into the sandbox's namespace (or through the
+// runtime's own Listen registry).
+//
 // ReopenContainerLog: logw.Reopen(). Stats: p.Stats(). Process table:
 // p.Processes().
 //
 // # Model
 //
-// A container is a process table, a hostname and an FS shared by its main
-// process (pid 1) and the commands executed in it. Every applet run (the
-// main command, each exec, each command a shell runs) is a table entry with
-// its own pid, argv and context, so pgrep, pidof, ps, kill and /proc/<pid>
-// see it. Signals follow process-group rules for a shell's foreground
-// command. The file system is an in-memory copy-on-write layer over the image
-// content with synthetic /etc files and a virtual /proc and /dev; mounts go to
-// the real host paths. What is not simulated (seccomp, AppArmor, SELinux,
-// namespaces, cgroups, mounting) is never claimed to be enforced: see README.md.
+// A container is a process table (its own PID namespace, or one shared per
+// pod or node), a hostname and an FS shared by its main process and the
+// commands executed in it. Every applet run (the main command, each exec,
+// each command a shell runs) is a table entry with its own pid, argv and
+// context, so pgrep, pidof, ps, kill and /proc/<pid> see it. Signals follow
+// process-group rules for a shell's foreground command (or the kernel's init
+// rule with Spec.InitSignalRule). The file system is an in-memory overlay
+// over shared image content with synthetic /etc files and a virtual /proc and
+// /dev; mounts go to the real host paths. What is not simulated (seccomp,
+// AppArmor, SELinux, network/IPC/mount namespaces, cgroups, mounting) is
+// never claimed to be enforced: see README.md.
 package process

@@ -267,7 +267,9 @@ var capNames = []string{
 
 // DefaultCapabilities is the set containerd grants a non-privileged container
 // (containerd pkg/oci/spec.go defaultUnixCaps).
-var DefaultCapabilities = []string{
+func DefaultCapabilities() []string { return append([]string(nil), defaultCaps...) }
+
+var defaultCaps = []string{
 	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
 	"CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
 	"CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
@@ -289,7 +291,7 @@ func EffectiveCapabilities(add, drop []string, privileged bool) []string {
 		return append([]string(nil), capNames...)
 	}
 	set := map[string]bool{}
-	for _, c := range DefaultCapabilities {
+	for _, c := range defaultCaps {
 		set[c] = true
 	}
 	for _, d := range drop {
@@ -325,7 +327,7 @@ func (id Identity) caps() []string {
 		return capNames
 	}
 	if id.Capabilities == nil {
-		return DefaultCapabilities
+		return defaultCaps
 	}
 	return id.Capabilities
 }
