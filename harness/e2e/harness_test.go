@@ -62,8 +62,8 @@ func harness(t *testing.T, args ...string) (string, int) {
 
 func scenarios(t *testing.T) []string {
 	files, err := filepath.Glob(filepath.Join(repoRoot(t), "examples/scenarios/*.yaml"))
-	if err != nil || len(files) < 10 {
-		t.Fatalf("want at least 10 example scenarios, found %d (%v)", len(files), err)
+	if err != nil || len(files) < 12 {
+		t.Fatalf("want at least 12 example scenarios, found %d (%v)", len(files), err)
 	}
 	return files
 }

@@ -141,6 +141,14 @@ func (r *runner) cniCall(ctx context.Context, st *Step) outcome {
 	}}
 	if st.Call != "STATUS" && st.Call != "GC" { // network-wide verbs name no container
 		o.client[0].Attrs["containerID"] = req.ContainerID
+		o.client[0].Attrs["netns"] = req.NetNS
+		o.client[0].Attrs["ifName"] = req.IfName
+	}
+	// The same request shape cri-fake records for the chains it runs, so trace expectations
+	// read alike whoever ran the chain.
+	o.client[0].Request, _ = json.Marshal(map[string]any{"config": json.RawMessage(list.Bytes), "args": req.Args, "capabilityArgs": req.CapabilityArgs})
+	if doc != nil {
+		o.client[0].Response, _ = json.Marshal(doc)
 	}
 	return o
 }
