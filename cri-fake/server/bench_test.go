@@ -69,9 +69,9 @@ func BenchmarkPodLifecycle(b *testing.B) {
 		})
 	}
 	// The ratios: on a small shared VM the speed drifts by ±20% between sub-benchmarks run one
-	// after the other, so they are measured interleaved: rounds of 200 lifecycles against each
+	// after the other, so they are measured interleaved: rounds of 100 lifecycles against each
 	// server in turn, and the median round per server is compared.
-	const rounds, perRound = 9, 200
+	const rounds, perRound = 25, 100
 	times := map[string][]float64{}
 	for range rounds {
 		for _, srv := range servers {
