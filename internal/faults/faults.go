@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -120,6 +121,9 @@ type Fault struct {
 
 // Set holds the rules of one fake. It is safe for concurrent use.
 type Set struct {
+	// n mirrors len(rules) so that Check, on every call of every fake, costs one atomic load and no
+	// lock while there are no rules (the usual case).
+	n     atomic.Int32
 	mu    sync.Mutex
 	rules []*Rule
 	ids   int
@@ -153,6 +157,7 @@ func (s *Set) Add(rules ...Rule) ([]string, error) {
 		}
 		r.Hits = 0
 		s.rules = append(s.rules, &r)
+		s.n.Store(int32(len(s.rules)))
 		ids = append(ids, r.ID)
 	}
 	return ids, nil
@@ -165,6 +170,7 @@ func (s *Set) Remove(id string) bool {
 	for i, r := range s.rules {
 		if r.ID == id {
 			s.rules = append(s.rules[:i], s.rules[i+1:]...)
+			s.n.Store(int32(len(s.rules)))
 			return true
 		}
 	}
@@ -176,6 +182,7 @@ func (s *Set) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rules = nil
+	s.n.Store(0)
 }
 
 // Rules returns a copy of the rules, with their hit counts.
@@ -195,11 +202,12 @@ type Fields func(path string) (string, bool)
 // Check returns the fault for a call of method, if a rule applies. The first applicable rule wins;
 // a rule limited by Times is removed once used up.
 func (s *Set) Check(method string, fields Fields) (Fault, bool) {
-	if s == nil {
+	if s == nil || s.n.Load() == 0 {
 		return Fault{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() { s.n.Store(int32(len(s.rules))) }()
 	for i, r := range s.rules {
 		if !methodMatches(r.Method, method) || !fieldsMatch(r.Match, fields) {
 			continue

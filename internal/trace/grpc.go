@@ -58,10 +58,10 @@ func (r *Recorder) StreamServerInterceptor(b Boundary) grpc.StreamServerIntercep
 const CallerMetadata = "plugsim-caller"
 
 func withCaller(ctx context.Context, b Boundary) Boundary {
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if v := md.Get(CallerMetadata); len(v) > 0 && v[0] != "" {
-			b.Caller = v[0]
-		}
+	// ValueFromIncomingContext, unlike FromIncomingContext, does not copy the whole metadata map
+	// on every call.
+	if v := metadata.ValueFromIncomingContext(ctx, CallerMetadata); len(v) > 0 && v[0] != "" {
+		b.Caller = v[0]
 	}
 	return b
 }

@@ -1,0 +1,43 @@
+package trace_test
+
+import (
+	"context"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/internal/faults"
+	"github.com/plugsim/plugsim/internal/trace"
+)
+
+// BenchmarkInterceptorOverhead is what every served call pays for being traced and open to fault
+// injection, the way the fakes chain the two (trace outermost), against calling the handler
+// directly. The fakes' own lifecycle benchmarks show it in context.
+func BenchmarkInterceptorOverhead(b *testing.B) {
+	rec, err := trace.New(trace.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr := rec.UnaryServerInterceptor(trace.Boundary{Interface: trace.CRI, Caller: "kubelet", Callee: "cri-fake"})
+	fi := faults.NewSet(0).UnaryServerInterceptor()
+	info := &grpc.UnaryServerInfo{FullMethod: "/runtime.v1.RuntimeService/ContainerStatus"}
+	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("user-agent", "grpc-go/1.85", "content-type", "application/grpc"))
+	req := &runtimeapi.ContainerStatusRequest{ContainerId: "abc"}
+	resp := &runtimeapi.ContainerStatusResponse{}
+	handler := func(context.Context, any) (any, error) { return resp, nil }
+	chained := func(ctx context.Context, req any) (any, error) { return fi(ctx, req, info, handler) }
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			handler(ctx, req)
+		}
+	})
+	b.Run("trace+faults", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			tr(ctx, req, info, chained)
+		}
+	})
+}
