@@ -361,7 +361,7 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 		if m.GetImage() != nil {
 			return spec, fmt.Errorf("mount %q: image volumes are not simulated", m.GetContainerPath())
 		}
-		fcfg.Mounts = append(fcfg.Mounts, Mount{ContainerPath: m.GetContainerPath(), HostPath: m.GetHostPath(), Readonly: m.GetReadonly()})
+		fcfg.Mounts = append(fcfg.Mounts, Mount{ContainerPath: m.GetContainerPath(), HostPath: m.GetHostPath(), Readonly: m.GetReadonly(), RecursiveReadOnly: m.GetRecursiveReadOnly()})
 	}
 	spec.FS, err = NewFS(fcfg)
 	if err != nil {

@@ -24,6 +24,11 @@ type Mount struct {
 	ContainerPath string
 	HostPath      string
 	Readonly      bool
+	// RecursiveReadOnly makes mounts nested under HostPath read-only too.
+	// Without it a read-only bind mount is read-only only for its own file
+	// system: a file system mounted below HostPath stays writable, as the
+	// kernel's non-recursive MS_RDONLY bind does.
+	RecursiveReadOnly bool
 }
 
 // User is an /etc/passwd entry of the image.
@@ -78,9 +83,11 @@ type FSConfig struct {
 }
 
 type mountPoint struct {
-	cpath string // clean container path
-	host  string // resolved host path
-	ro    bool
+	cpath     string // clean container path
+	host      string // resolved host path
+	ro        bool
+	recursive bool   // read-only applies to nested mounts too
+	dev       uint64 // device of host, to recognise nested mounts
 }
 
 // FS is one container's file system: an in-memory overlay over the image content
@@ -149,7 +156,7 @@ func NewFS(cfg FSConfig) (*FS, error) {
 			return nil, fmt.Errorf("mount %q: host path %q: %w", m.ContainerPath, m.HostPath, err)
 		}
 		cp := path.Clean(m.ContainerPath)
-		f.mounts = append(f.mounts, mountPoint{cpath: cp, host: host, ro: m.Readonly})
+		f.mounts = append(f.mounts, mountPoint{cpath: cp, host: host, ro: m.Readonly, recursive: m.RecursiveReadOnly, dev: deviceOf(host)})
 		// The mount point exists in the container's tree, as runc creates it.
 		if st, err := os.Stat(host); err == nil {
 			if st.IsDir() {
@@ -398,6 +405,27 @@ func (f *FS) underPrefix(list []string, p string) bool {
 	return false
 }
 
+// deviceOf is the device number of the file system holding p (0 if unknown).
+func deviceOf(p string) uint64 {
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		return 0
+	}
+	return uint64(st.Dev)
+}
+
+// nestedMount reports whether host (below m's host path) lies on another
+// file system mounted under it: its nearest existing ancestor has another
+// device number than the mount's root.
+func nestedMount(m mountPoint, host string) bool {
+	for p := host; len(p) > len(m.host); p = filepath.Dir(p) {
+		if d := deviceOf(p); d != 0 {
+			return d != m.dev
+		}
+	}
+	return false
+}
+
 // resolve walks p through the in-memory tree, following symlinks (the last
 // component only when follow is set), and stops at a mount, /proc or a device.
 // Caller holds f.mu (read).
@@ -419,7 +447,7 @@ func (f *FS) resolve(p string, follow bool) (loc, error) {
 				if rest != "" {
 					host = filepath.Join(host, rest)
 				}
-				return f.finish(loc{kind: locHost, cpath: full, host: host, ro: m.ro}), nil
+				return f.finish(loc{kind: locHost, cpath: full, host: host, ro: m.ro && (m.recursive || !nestedMount(m, host))}), nil
 			}
 			if next == "/proc" {
 				rest := strings.Join(comps[i+1:], "/")

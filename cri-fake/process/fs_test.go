@@ -2,6 +2,7 @@ package process
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,5 +163,36 @@ func TestLookup(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("Lookup(%q) = %q, want %q", tc.args, got, tc.want)
 		}
+	}
+}
+
+// TestReadonlyMountNested: a non-recursive read-only bind leaves file systems
+// mounted below it writable (kernel semantics critest's "non-recursive
+// readonly mounts" checks); a recursive one does not. It uses the host's
+// /dev with the tmpfs on /dev/shm below it, and writes only a temporary file
+// in /dev/shm.
+func TestReadonlyMountNested(t *testing.T) {
+	if deviceOf("/dev") == 0 || deviceOf("/dev") == deviceOf("/dev/shm") {
+		t.Skip("/dev/shm is not a separate mount below /dev here")
+	}
+	name := fmt.Sprintf("plugsim-process-test-%d", os.Getpid())
+	t.Cleanup(func() { os.Remove(filepath.Join("/dev/shm", name)) })
+	tests := []struct {
+		recursive bool
+		script    string
+		stderr    string
+		code      int
+	}{
+		{false, "touch /hostdev/shm/" + name, "", 0},
+		{false, "touch /hostdev/" + name, "touch: /hostdev/" + name + ": Read-only file system\n", 1},
+		{true, "touch /hostdev/shm/" + name, "touch: /hostdev/shm/" + name + ": Read-only file system\n", 1},
+	}
+	for _, tc := range tests {
+		fsys := newFS(t, FSConfig{Mounts: []Mount{{ContainerPath: "/hostdev", HostPath: "/dev", Readonly: true, RecursiveReadOnly: tc.recursive}}})
+		_, errOut, code := sh(t, fsys, tc.script)
+		if errOut != tc.stderr || code != tc.code {
+			t.Errorf("recursive=%v %q: stderr %q code %d, want %q %d", tc.recursive, tc.script, errOut, code, tc.stderr, tc.code)
+		}
+		os.Remove(filepath.Join("/dev/shm", name))
 	}
 }
