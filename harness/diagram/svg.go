@@ -173,7 +173,9 @@ func arrow(b *strings.Builder, x map[string]int, y int, ev trace.Event) int {
 		if ev.Error != "" {
 			msg += ": " + ev.Error
 		}
-		fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" class="err">✗ %s</text>`+"\n", (from+to)/2, ay+15, esc(oneLine(msg, 80)))
+		// Start the message at the caller's end of the arrow and let it run right: centred on a
+		// short arrow at the left edge, a long message would be cut off by the picture's edge.
+		fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="start" class="err">✗ %s</text>`+"\n", min(from, to)+4, ay+15, esc(oneLine(msg, 80)))
 		y += 10
 	}
 	prev := to
