@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,6 +38,12 @@ func createRealNetNS(p string) (retErr error) {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			errc <- fmt.Errorf("unshare: %w", err)
 			return
+		}
+		// Bring the loopback up, as containerd's loopback CNI network does for every pod: servers
+		// in the pod listen on 0.0.0.0, and port-forward (which connects from inside the pod's
+		// namespace to localhost) needs lo.
+		if lo, err := netlink.LinkByName("lo"); err == nil {
+			_ = netlink.LinkSetUp(lo)
 		}
 		src := fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid())
 		mountErr := unix.Mount(src, p, "none", unix.MS_BIND, "")

@@ -87,9 +87,9 @@ func (s *Service) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	}
 	if v, ok := s.launcher.(Validator); ok {
 		ps := ProcessSpec{ContainerID: id, SandboxID: sb.ID, Config: cfg, SandboxConfig: sb.Config, Image: img,
-			LogPath: logPath, NetNS: sb.NetNS, PodIPs: sb.IPs}
+			LogPath: logPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs}
 		if err := v.Validate(ps); err != nil {
-			return nil, status.Errorf(codes.Unknown, "failed to create containerd task: %v", err)
+			return nil, status.Errorf(codes.Unknown, "failed to generate container %q spec: %v", cfg.GetMetadata().GetName(), err)
 		}
 	}
 	c := store.NewContainer(spec)

@@ -40,7 +40,7 @@ func (s *Service) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 	img, _ := s.images.Store().Get(c.ImageID)
 	p, err := s.launcher.Start(ctx, ProcessSpec{
 		ContainerID: c.ID, SandboxID: sb.ID, Config: c.Config, SandboxConfig: sb.Config, Image: img,
-		LogPath: c.LogPath, NetNS: sb.NetNS, PodIPs: sb.IPs,
+		LogPath: c.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs,
 	})
 	if err != nil {
 		return nil, fail(codes.Unknown, "failed to start containerd task "+c.ID+": "+err.Error())
@@ -74,6 +74,9 @@ func (s *Service) monitor(sb *store.Sandbox, c *store.Container, p Process) {
 
 // recordExit moves the container to EXITED with the process's exit; it is idempotent.
 func (s *Service) recordExit(sb *store.Sandbox, c *store.Container, p Process) {
+	if s.closing.Load() {
+		return // killed by Close: the container stays RUNNING in the saved state
+	}
 	e := p.Exit()
 	at := e.At
 	if at.IsZero() {

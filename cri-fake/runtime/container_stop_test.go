@@ -13,16 +13,21 @@ import (
 
 func TestStopContainer(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		timeout int64
-		code    int32
-		reason  string
+		name     string
+		timeout  int64
+		code     int32
+		reason   string
+		launcher Launcher
 	}{
-		{"graceful", 30, 0, "Completed"},
-		{"kill at once", 0, 137, "Error"},
+		// UntilStopped ends cleanly on the stop signal, like a server.
+		{"graceful", 30, 0, "Completed", UntilStopped{}},
+		{"kill at once", 0, 137, "Error", UntilStopped{}},
+		// The simulated `sleep 3600` ends on TERM with 128+15, as sleep does without a handler.
+		{"simulated sleep, TERM", 30, 143, "Error", nil},
+		{"simulated sleep, kill at once", 0, 137, "Error", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newService(t)
+			s := newService(t, func(o *Options) { o.Launcher = tc.launcher })
 			pod := runPod(t, s, "p")
 			id := createContainer(t, s, pod, "c")
 			startContainer(t, s, id)

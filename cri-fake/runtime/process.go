@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"io"
+	"net"
 	"sync"
 	"syscall"
 	"time"
@@ -46,7 +48,10 @@ type ProcessSpec struct {
 	// creates the file and writes its output there in the CRI log format.
 	LogPath string
 	NetNS   string
-	PodIPs  []string
+	// RealNetNS is true when NetNS is a real network namespace (--netns=real) that servers can
+	// listen in; otherwise NetNS is a placeholder file (or empty for host-network pods).
+	RealNetNS bool
+	PodIPs    []string
 	// Restored is true when the container was RUNNING before cri-fake restarted.
 	Restored bool
 }
@@ -90,6 +95,45 @@ type Streaming interface {
 	GetExec(*runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error)
 	GetAttach(*runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error)
 	GetPortForward(*runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error)
+}
+
+// Usage is a process's own resource figures.
+type Usage struct {
+	MemoryBytes, CPUNanos, WritableLayerBytes uint64
+}
+
+// UsageReporter is an optional Process extension: ContainerStats reports its figures instead of
+// the synthetic ones.
+type UsageReporter interface {
+	Usage() Usage
+}
+
+// TerminalSize is a TTY size change from a streaming session.
+type TerminalSize struct{ Width, Height uint16 }
+
+// StreamExecer is an optional Process extension for the streaming server's Exec (crictl exec -it,
+// kubectl exec): it runs cmd with the session's streams and returns its exit code.
+type StreamExecer interface {
+	ExecStream(ctx context.Context, cmd []string, in io.Reader, out, errw io.Writer, tty bool, resize <-chan TerminalSize) (int, error)
+}
+
+// Attacher is an optional Process extension for the streaming server's Attach: the session is
+// connected to the main process's stdio until it ends.
+type Attacher interface {
+	Attach(ctx context.Context, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan TerminalSize) error
+}
+
+// PortDialer is an optional Launcher extension for PortForward: it connects to a port of a
+// sandbox's network, where the container servers listen.
+type PortDialer interface {
+	DialPort(ctx context.Context, sandboxID, netns string, realNetNS bool, port int32) (net.Conn, error)
+}
+
+// Releaser is an optional Launcher extension: the runtime tells it when a container is removed
+// and when a sandbox stops, so it can drop what it keeps for them.
+type Releaser interface {
+	ReleaseContainer(id string)
+	ReleaseSandbox(id string)
 }
 
 // LogReopener is an optional Process extension for ReopenContainerLog.

@@ -39,6 +39,7 @@ func (s *Service) stopPodSandbox(ctx context.Context, sb *store.Sandbox) error {
 	}
 	wasReady := sb.Status().State == runtimeapi.PodSandboxState_SANDBOX_READY
 	sb.SetNotReady()
+	s.releaseSandbox(sb.ID)
 	if wasReady {
 		s.emit(runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, sb, nil)
 	}

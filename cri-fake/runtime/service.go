@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -38,7 +40,7 @@ type Options struct {
 	Network network.Plugin
 	// NetNS creates the sandboxes' namespace paths.
 	NetNS network.NetNSManager
-	// Launcher starts container processes; nil means UntilStopped.
+	// Launcher starts container processes; nil means the process simulation (NewSimulated).
 	Launcher Launcher
 	// Streaming serves Exec, Attach and PortForward; nil answers them Unimplemented.
 	Streaming Streaming
@@ -74,6 +76,7 @@ type Service struct {
 	events     *broker
 	now        func() time.Time
 	version    string
+	closing    atomic.Bool
 }
 
 // New returns a runtime service with empty stores.
@@ -91,14 +94,16 @@ func New(opts Options) (*Service, error) {
 	if len(opts.RuntimeHandlers) == 0 {
 		opts.RuntimeHandlers = []string{"runc"}
 	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
 	if opts.Network == nil {
 		opts.Network = network.NewInternal()
 	}
 	if opts.Launcher == nil {
-		opts.Launcher = UntilStopped{}
-	}
-	if opts.Logf == nil {
-		opts.Logf = func(string, ...any) {}
+		sim := NewSimulated()
+		sim.Logf = opts.Logf
+		opts.Launcher = sim
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -131,8 +136,19 @@ func New(opts Options) (*Service, error) {
 func (s *Service) Sandboxes() *store.SandboxStore    { return s.sandboxes }
 func (s *Service) Containers() *store.ContainerStore { return s.containers }
 
-// Close stops every running container's process (their state stays as recorded).
+// Close ends every running container's process without recording the exits, so the state a
+// restart reloads still says RUNNING (as a containerd restart finds its shims), and ends the
+// event streams.
 func (s *Service) Close() {
+	s.closing.Store(true)
+	for _, c := range s.containers.List() {
+		if p, ok := c.Task().(Process); ok {
+			p.Signal(syscall.SIGKILL)
+		}
+	}
+	for _, sb := range s.sandboxes.List() {
+		s.releaseSandbox(sb.ID)
+	}
 	s.events.close()
 }
 
@@ -211,4 +227,20 @@ func createLogFile(path string) error {
 		return fmt.Errorf("create container log file: %w", err)
 	}
 	return f.Close()
+}
+
+// realNetNS tells whether sandboxes get real network namespaces (--netns=real).
+func (s *Service) realNetNS() bool { return s.opts.NetNS.Mode == network.NetNSReal }
+
+// release tells the launcher a container is gone (Releaser).
+func (s *Service) releaseContainer(id string) {
+	if r, ok := s.launcher.(Releaser); ok {
+		r.ReleaseContainer(id)
+	}
+}
+
+func (s *Service) releaseSandbox(id string) {
+	if r, ok := s.launcher.(Releaser); ok {
+		r.ReleaseSandbox(id)
+	}
 }

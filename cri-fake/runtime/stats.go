@@ -47,6 +47,13 @@ func (s *Service) cpuMem(c *store.Container, now int64) (*runtimeapi.CpuUsage, *
 		cpu.UsageNanoCores.Value = milli * 1_000_000
 	}
 	ws := (4<<20 + (h>>8)%16<<20) + min(uint64(ran/1e9)*memGrowthPerSecond, memGrowthCap)
+	if u, ok := c.Task().(UsageReporter); ok {
+		// The simulated process knows what it uses: its processes plus the image behaviour's
+		// memoryBytes (the catalog's "use M bytes of memory").
+		if m := u.Usage().MemoryBytes; m > 0 {
+			ws = m + min(uint64(ran/1e9)*memGrowthPerSecond, memGrowthCap)
+		}
+	}
 	mem.WorkingSetBytes.Value = ws
 	mem.UsageBytes.Value = ws + ws/8 // page cache on top of the working set
 	mem.RssBytes.Value = ws * 3 / 4
@@ -67,7 +74,7 @@ func (s *Service) containerStats(c *store.Container, now int64) *runtimeapi.Cont
 		WritableLayer: &runtimeapi.FilesystemUsage{
 			Timestamp:  now,
 			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: s.opts.RootDir},
-			UsedBytes:  &runtimeapi.UInt64Value{Value: 4096 + seed(c.ID)%64*4096},
+			UsedBytes:  &runtimeapi.UInt64Value{Value: 4096 + seed(c.ID)%64*4096 + writtenBytes(c)},
 			InodesUsed: &runtimeapi.UInt64Value{Value: 3 + seed(c.ID)%16},
 		},
 	}
@@ -175,4 +182,12 @@ func (s *Service) listSandboxStats(f *runtimeapi.PodSandboxStatsFilter) []*runti
 		out = append(out, s.sandboxStats(sb, now))
 	}
 	return out
+}
+
+// writtenBytes is what a running simulated process wrote to its writable layer.
+func writtenBytes(c *store.Container) uint64 {
+	if u, ok := c.Task().(UsageReporter); ok {
+		return u.Usage().WritableLayerBytes
+	}
+	return 0
 }

@@ -12,7 +12,7 @@ import (
 )
 
 func TestStreamingWithoutSimulation(t *testing.T) {
-	s := newService(t)
+	s := newService(t, func(o *Options) { o.Launcher = UntilStopped{} })
 	pod := runPod(t, s, "p")
 	created := createContainer(t, s, pod, "created")
 	running := createContainer(t, s, pod, "running")

@@ -13,7 +13,7 @@ import (
 // ExecSync are in streaming.go: they work once a process simulation and streaming server are
 // plugged in.
 
-const noProcesses = "cri-fake runs no processes yet: exec, attach and port-forward arrive with the process simulation (cri-fake/process)"
+const noProcesses = "this container's process cannot exec, attach or port-forward (its launcher is not the process simulation)"
 
 // CheckpointContainer is Unimplemented: there is no process state to checkpoint (CRIU).
 func (s *Service) CheckpointContainer(ctx context.Context, req *runtimeapi.CheckpointContainerRequest) (*runtimeapi.CheckpointContainerResponse, error) {

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,6 +22,7 @@ import (
 	cnitypes "github.com/containernetworking/cni/pkg/types"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/cri-streaming/pkg/streaming"
 
 	"github.com/plugsim/plugsim/cri-fake/images"
 	"github.com/plugsim/plugsim/cri-fake/network"
@@ -80,11 +83,16 @@ type Options struct {
 	Faults     *faults.Set
 	FaultsFile string
 
-	// Launcher starts container processes; nil means every container runs until stopped.
+	// Launcher starts container processes; nil means the process simulation
+	// (runtime.NewSimulated: cri-fake/process runs each container's command).
 	Launcher runtime.Launcher
-	// Streaming serves Exec, Attach and PortForward sessions (k8s.io/cri-streaming's server over
-	// the process simulation); nil answers them Unimplemented.
+	// Streaming hands out Exec, Attach and PortForward session URLs; nil means k8s.io/cri-streaming's
+	// server over the runtime's processes, serving HTTP on StreamingAddr.
 	Streaming runtime.Streaming
+	// StreamingAddr is the host:port the streaming server listens on (default "127.0.0.1:0", an
+	// ephemeral loopback port); "none" serves no streaming (Exec, Attach and PortForward answer
+	// Unimplemented).
+	StreamingAddr string
 
 	// Logf receives diagnostics (default: discard).
 	Logf func(format string, args ...any)
@@ -94,17 +102,19 @@ type Options struct {
 type Server struct {
 	endpoint, imageEndpoint, adminEndpoint string
 
-	rec       *trace.Recorder
-	ownRec    bool
-	faults    *faults.Set
-	runtime   *runtime.Service
-	images    *images.Service
-	grpc      []*grpc.Server
-	admin     *admin.Server
-	tmpDirs   []string
-	closeOnce sync.Once
-	closeErr  error
-	wg        sync.WaitGroup
+	rec          *trace.Recorder
+	ownRec       bool
+	faults       *faults.Set
+	runtime      *runtime.Service
+	images       *images.Service
+	grpc         []*grpc.Server
+	admin        *admin.Server
+	tmpDirs      []string
+	streaming    *http.Server
+	streamingURL string
+	closeOnce    sync.Once
+	closeErr     error
+	wg           sync.WaitGroup
 }
 
 // Start builds and serves a cri-fake. When it returns without error the sockets accept calls.
@@ -220,6 +230,12 @@ func Start(opts Options) (_ *Server, retErr error) {
 	} else {
 		info["cni"] = map[string]any{"disabled": true}
 	}
+	streamingURLs := opts.Streaming
+	var lazy *lazyStreaming
+	if streamingURLs == nil && opts.StreamingAddr != "none" {
+		lazy = &lazyStreaming{}
+		streamingURLs = lazy
+	}
 	rt, err := runtime.New(runtime.Options{
 		RootDir:         opts.RootDir,
 		RuntimeHandlers: opts.RuntimeHandlers,
@@ -228,7 +244,7 @@ func Start(opts Options) (_ *Server, retErr error) {
 		Network:         netPlugin,
 		NetNS:           network.NetNSManager{Dir: filepath.Join(opts.RootDir, "netns"), Mode: netnsMode},
 		Launcher:        opts.Launcher,
-		Streaming:       opts.Streaming,
+		Streaming:       streamingURLs,
 		Persister:       persister(fileState),
 		Info:            info,
 		Logf:            logf,
@@ -237,6 +253,11 @@ func Start(opts Options) (_ *Server, retErr error) {
 		return nil, err
 	}
 	s.runtime = rt
+	if lazy != nil {
+		if err := s.startStreaming(opts.StreamingAddr, lazy); err != nil {
+			return nil, err
+		}
+	}
 	if fileState != nil {
 		loaded, err := fileState.Load()
 		if err != nil {
@@ -408,6 +429,9 @@ func (s *Server) Close() error {
 		if s.runtime != nil {
 			s.runtime.Close() // ends GetContainerEvents streams, so GracefulStop does not wait on them
 		}
+		if s.streaming != nil {
+			s.streaming.Close() // and every exec, attach and port-forward session
+		}
 		for _, g := range s.grpc {
 			done := make(chan struct{})
 			go func() { g.GracefulStop(); close(done) }()
@@ -438,3 +462,38 @@ func (s *Server) Close() error {
 	})
 	return s.closeErr
 }
+
+// lazyStreaming lets the runtime be built before the streaming server that serves its sessions.
+type lazyStreaming struct{ streaming.Server }
+
+// startStreaming serves k8s.io/cri-streaming's server over the runtime's processes on addr (the
+// URL clients get from Exec, Attach and PortForward names the port actually bound).
+func (s *Server) startStreaming(addr string, into *lazyStreaming) error {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("streaming server: %w", err)
+	}
+	cfg := streaming.DefaultConfig
+	cfg.Addr = l.Addr().String()
+	cfg.BaseURL = &url.URL{Scheme: "http", Host: l.Addr().String()}
+	srv, err := streaming.NewServer(cfg, s.runtime.SessionRuntime())
+	if err != nil {
+		l.Close()
+		return err
+	}
+	into.Server = srv
+	s.streaming = &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
+	s.streamingURL = cfg.BaseURL.String()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.streaming.Serve(l)
+	}()
+	return nil
+}
+
+// StreamingURL is the base URL of the streaming server ("" when none is served).
+func (s *Server) StreamingURL() string { return s.streamingURL }

@@ -1,0 +1,626 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/process"
+)
+
+// Simulated is the default Launcher: every container runs a simulated process from
+// cri-fake/process — the image's entrypoint/cmd/env/workdir/user from the catalog, overridden by
+// the container config, run by busybox-like applets, a sh subset and web servers — with its
+// output in the CRI log at log_path, exec and attach sessions, and its own exit code.
+//
+// Costs are kept to what a container uses: the image content is built once per image and shared;
+// the file system view is built once at CreateContainer and reused by StartContainer; the log
+// file is created when the process first writes (creating a file costs more than a whole pod
+// lifecycle of bookkeeping on a slow disk; ReopenContainerLog creates it for a silent container);
+// no pause process runs unless a container shares the pod's PID namespace.
+type Simulated struct {
+	// Logf reports problems that fail nothing (a log file that cannot be written).
+	Logf func(format string, args ...any)
+
+	mu      sync.Mutex
+	layers  map[string]*process.Layer
+	specs   map[string]*prepared // CreateContainer → StartContainer
+	dnsOnce sync.Once
+	hostDNS *runtimeapi.DNSConfig
+	pods    map[string]*simPod
+	nodePID *process.PIDNamespace
+}
+
+// NewSimulated returns the process-simulation launcher.
+func NewSimulated() *Simulated {
+	return &Simulated{layers: map[string]*process.Layer{}, specs: map[string]*prepared{}, pods: map[string]*simPod{}}
+}
+
+// simPod is what the containers of one sandbox share: the PID namespace (mode POD, with the
+// sandbox's pause as pid 1) and, without a real network namespace, the ports its servers listen
+// on (container port → the loopback address they really listen on).
+type simPod struct {
+	mu    sync.Mutex
+	pidns *process.PIDNamespace
+	pause *process.Process
+	ports map[int]string
+}
+
+func (l *Simulated) logf(format string, args ...any) {
+	if l.Logf != nil {
+		l.Logf(format, args...)
+	}
+}
+
+func (l *Simulated) pod(id string) *simPod {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := l.pods[id]
+	if p == nil {
+		p = &simPod{}
+		l.pods[id] = p
+	}
+	return p
+}
+
+// layer returns the shared content of an image, built on first use.
+func (l *Simulated) layer(imageID string, ic process.ImageConfig) (*process.Layer, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ly := l.layers[imageID]; ly != nil {
+		return ly, nil
+	}
+	ly, err := process.ImageLayer(ic)
+	if err != nil {
+		return nil, err
+	}
+	if imageID != "" {
+		l.layers[imageID] = ly
+	}
+	return ly, nil
+}
+
+// prepared is a container's spec, built at CreateContainer (perhaps in the background) for
+// StartContainer.
+type prepared struct {
+	done chan struct{}
+	spec process.Spec
+	err  error
+	// async: built in the background, and the executable looked up there too (lookErr), so
+	// StartContainer can start the process in the background as well.
+	async   bool
+	lookErr error
+}
+
+// spec builds the process spec of a container: the command by containerd's rule, environment,
+// identity and the file system view (FromCRI). Its errors are what containerd reports at
+// CreateContainer (an unknown user, a missing host path).
+func (l *Simulated) spec(ps ProcessSpec) (process.Spec, error) {
+	var ic process.ImageConfig
+	if c := ps.Image.Config; c != nil {
+		ic = process.ImageConfig{Entrypoint: c.Entrypoint, Cmd: c.Cmd, Env: c.Env, WorkingDir: c.WorkingDir, User: c.User, Behavior: c.Behavior}
+	}
+	ly, err := l.layer(ps.Image.ID, ic)
+	if err != nil {
+		return process.Spec{}, fmt.Errorf("image %s: %w", ps.Image.ID, err)
+	}
+	ic.Layer = ly
+	sbCfg := ps.SandboxConfig
+	if sbCfg.GetDnsConfig() == nil && sbCfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE {
+		// containerd copies the host's resolv.conf into a pod without DNS config; it is read
+		// once here rather than once per container.
+		if dns := l.hostDNSConfig(); dns != nil {
+			sbCfg = &runtimeapi.PodSandboxConfig{Metadata: sbCfg.GetMetadata(), Hostname: sbCfg.GetHostname(), Linux: sbCfg.GetLinux(), DnsConfig: dns}
+		}
+	}
+	return process.FromCRI(ps.Config, sbCfg, ic, ps.PodIPs)
+}
+
+// hostDNSConfig is the node's /etc/resolv.conf as a DNS config (nil when unreadable).
+func (l *Simulated) hostDNSConfig() *runtimeapi.DNSConfig {
+	l.dnsOnce.Do(func() {
+		b, err := os.ReadFile("/etc/resolv.conf")
+		if err != nil {
+			return
+		}
+		d := &runtimeapi.DNSConfig{}
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 || strings.HasPrefix(f[0], "#") || strings.HasPrefix(f[0], ";") {
+				continue
+			}
+			switch f[0] {
+			case "nameserver":
+				d.Servers = append(d.Servers, f[1])
+			case "search", "domain":
+				d.Searches = f[1:]
+			case "options":
+				d.Options = append(d.Options, f[1:]...)
+			}
+		}
+		l.hostDNS = d
+	})
+	return l.hostDNS
+}
+
+// cannotFail tells whether building a container's spec can fail: only a user name to look up, a
+// host path to find, or a catalog behaviour to parse can. When none is there the spec is built in
+// the background, overlapping with the reply to CreateContainer.
+func cannotFail(ps ProcessSpec) bool {
+	c := ps.Image.Config
+	if c == nil || len(c.Behavior) > 0 || len(ps.Config.GetMounts()) > 0 ||
+		ps.Config.GetLinux().GetSecurityContext().GetRunAsUsername() != "" {
+		return false
+	}
+	if c.User != "" {
+		u, g, _ := strings.Cut(c.User, ":")
+		if _, err := strconv.Atoi(u); err != nil {
+			return false
+		}
+		if _, err := strconv.Atoi(g); g != "" && err != nil {
+			return false
+		}
+	}
+	return len(process.Command(c.Entrypoint, c.Cmd, ps.Config.GetCommand(), ps.Config.GetArgs())) > 0
+}
+
+// Validate builds the container's spec at CreateContainer and keeps it for StartContainer.
+func (l *Simulated) Validate(ps ProcessSpec) error {
+	p := &prepared{done: make(chan struct{})}
+	if cannotFail(ps) {
+		p.async = true
+		go func() {
+			p.spec, p.err = l.spec(ps)
+			if p.err == nil {
+				p.lookErr = process.Lookup(p.spec.FS, p.spec.Args, p.spec.Env, p.spec.WorkingDir)
+			}
+			close(p.done)
+		}()
+	} else {
+		p.spec, p.err = l.spec(ps)
+		close(p.done)
+		if p.err != nil {
+			return p.err
+		}
+	}
+	l.mu.Lock()
+	l.specs[ps.ContainerID] = p
+	l.mu.Unlock()
+	return nil
+}
+
+// ReleaseContainer forgets a container that was created and never started.
+func (l *Simulated) ReleaseContainer(id string) {
+	l.mu.Lock()
+	delete(l.specs, id)
+	l.mu.Unlock()
+}
+
+// ReleaseSandbox ends the sandbox's pause process and forgets its ports (StopPodSandbox).
+func (l *Simulated) ReleaseSandbox(id string) {
+	l.mu.Lock()
+	p := l.pods[id]
+	delete(l.pods, id)
+	l.mu.Unlock()
+	if p != nil {
+		p.mu.Lock()
+		pause := p.pause
+		p.mu.Unlock()
+		if pause != nil {
+			pause.Signal(syscall.SIGKILL)
+		}
+	}
+}
+
+// pidNamespace returns the PID namespace a container joins: its own (nil) for mode CONTAINER,
+// the node's for NODE (hostPID), the pod's for POD, where the sandbox's /pause is pid 1 as in a
+// real pod (containerd's default when the container config names no mode).
+func (l *Simulated) pidNamespace(ps ProcessSpec) (*process.PIDNamespace, error) {
+	switch ps.Config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() {
+	case runtimeapi.NamespaceMode_CONTAINER:
+		return nil, nil
+	case runtimeapi.NamespaceMode_NODE:
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.nodePID == nil {
+			l.nodePID = process.NewPIDNamespace()
+		}
+		return l.nodePID, nil
+	}
+	if ps.Config.GetLinux().GetSecurityContext().GetNamespaceOptions() == nil {
+		// No namespace options at all (not a kubelet: it always sends them): a PID namespace of
+		// the container's own, which saves starting a pause per pod for clients that do not care.
+		return nil, nil
+	}
+	pod := l.pod(ps.SandboxID)
+	pod.mu.Lock()
+	defer pod.mu.Unlock()
+	if pod.pidns == nil {
+		ns := process.NewPIDNamespace()
+		fs, err := process.NewFS(process.FSConfig{Image: process.BaseLayer("pause"), Hostname: ps.SandboxConfig.GetHostname()})
+		if err != nil {
+			return nil, err
+		}
+		pause, err := process.Start(context.Background(), process.Spec{
+			Args: []string{"/pause"}, FS: fs, PIDNamespace: ns, Hostname: ps.SandboxConfig.GetHostname(),
+			Identity: process.Identity{UID: 65535, GID: 65535},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start the sandbox's pause process: %w", err)
+		}
+		pod.pidns, pod.pause = ns, pause
+	}
+	return pod.pidns, nil
+}
+
+// listen is the servers' Listen without a real network namespace: a real socket on an ephemeral
+// loopback port, registered under the port the server asked for, so PortForward finds it.
+func (p *simPod) listen(network, address string) (net.Listener, error) {
+	_, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	n, _ := strconv.Atoi(port)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, busy := p.ports[n]; busy && n != 0 {
+		return nil, &net.OpError{Op: "listen", Net: network, Err: syscall.EADDRINUSE}
+	}
+	ln, err := net.Listen(network, "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	if p.ports == nil {
+		p.ports = map[int]string{}
+	}
+	p.ports[n] = ln.Addr().String()
+	return &podListener{Listener: ln, pod: p, port: n}, nil
+}
+
+type podListener struct {
+	net.Listener
+	pod  *simPod
+	port int
+	once sync.Once
+}
+
+func (l *podListener) Close() error {
+	l.once.Do(func() {
+		l.pod.mu.Lock()
+		if l.pod.ports[l.port] == l.Listener.Addr().String() {
+			delete(l.pod.ports, l.port)
+		}
+		l.pod.mu.Unlock()
+	})
+	return l.Listener.Close()
+}
+
+// DialPort connects to a port of a sandbox: inside its network namespace when it has a real one
+// (the servers listen there), else to where the pod's servers registered that port.
+func (l *Simulated) DialPort(ctx context.Context, sandboxID, netns string, realNetNS bool, port int32) (net.Conn, error) {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
+	if realNetNS {
+		if netns == "" {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", addr) // host network: the node's namespace
+		}
+		return process.DialInNetNS(ctx, netns, "tcp", addr)
+	}
+	l.mu.Lock()
+	p := l.pods[sandboxID]
+	l.mu.Unlock()
+	var real string
+	if p != nil {
+		p.mu.Lock()
+		real = p.ports[int(port)]
+		p.mu.Unlock()
+	}
+	if real == "" {
+		return nil, fmt.Errorf("dial tcp %s: connect: connection refused (nothing listens on port %d in the pod)", addr, port)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", real)
+}
+
+// Start runs the container's process with its stdio wired to the CRI log and attach sessions.
+func (l *Simulated) Start(ctx context.Context, ps ProcessSpec) (Process, error) {
+	l.mu.Lock()
+	prep := l.specs[ps.ContainerID]
+	delete(l.specs, ps.ContainerID)
+	l.mu.Unlock()
+	var spec process.Spec
+	if prep != nil {
+		<-prep.done
+		if prep.err != nil {
+			return nil, prep.err
+		}
+		spec = prep.spec
+	} else {
+		var err error
+		if spec, err = l.spec(ps); err != nil {
+			return nil, err
+		}
+	}
+	hostNetwork := ps.SandboxConfig.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
+	switch {
+	case ps.RealNetNS && ps.NetNS != "" && !hostNetwork:
+		spec.NetNS = ps.NetNS
+	case ps.RealNetNS:
+		// Host network with real namespaces: the servers listen in cri-fake's own namespace,
+		// which is the node's.
+	default:
+		spec.Listen = l.pod(ps.SandboxID).listen
+	}
+	pidns, err := l.pidNamespace(ps)
+	if err != nil {
+		return nil, err
+	}
+	spec.PIDNamespace = pidns
+
+	logs := &lazyLog{path: ps.LogPath, logf: l.logf}
+	cio := process.NewContainerIO(nil, ps.Config.GetStdin(), ps.Config.GetTty())
+	spec.Stdin = cio.Stdin()
+	spec.Stdout = tee{cio.Stdout(), logs.stream(process.Stdout)}
+	spec.Stderr = tee{cio.Stderr(), logs.stream(process.Stderr)}
+	sp := &simProcess{cio: cio, logs: logs, stdinOnce: ps.Config.GetStdinOnce(), ready: make(chan struct{}), done: make(chan struct{})}
+	if prep != nil && prep.async {
+		// The executable was found in the background at CreateContainer; what is left cannot
+		// fail in a way containerd would report from StartContainer, so the process starts in the
+		// background too, overlapping with the reply (every use of it waits until it has).
+		if prep.lookErr != nil {
+			cio.Close()
+			return nil, startError(prep.lookErr)
+		}
+		go sp.run(context.WithoutCancel(ctx), spec)
+		return sp, nil
+	}
+	if err := sp.run(ctx, spec); err != nil {
+		return nil, startError(err)
+	}
+	return sp, nil
+}
+
+// startError words a start failure as containerd reports it from StartContainer.
+func startError(err error) error {
+	var ee *process.ExecError
+	if errors.As(err, &ee) {
+		// runc's words, wrapped the way containerd wraps them.
+		return fmt.Errorf("failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: %w: unknown", err)
+	}
+	return err
+}
+
+// run starts the process and arranges for its end to flush the output and close done.
+func (s *simProcess) run(ctx context.Context, spec process.Spec) error {
+	p, err := process.Start(ctx, spec)
+	if err != nil {
+		s.cio.Close()
+		s.logs.close()
+		s.startErr = err
+		s.exit = Exit{Code: 128, Reason: "StartError", Message: startError(err).Error(), At: time.Now()}
+		close(s.ready)
+		close(s.done)
+		return err
+	}
+	s.p = p
+	close(s.ready)
+	go func() {
+		<-p.Done()
+		s.cio.Close()  // ends attach sessions, flushes their last line
+		s.logs.close() // flushes a last line without newline as an F record
+		code, _ := p.ExitCode()
+		s.exit = Exit{Code: int32(code), At: p.FinishedAt()}
+		close(s.done)
+	}()
+	return nil
+}
+
+// tee writes the process's output to its attach sessions and to the log.
+type tee struct{ a, b io.Writer }
+
+func (t tee) Write(p []byte) (int, error) {
+	t.a.Write(p)
+	t.b.Write(p)
+	return len(p), nil
+}
+
+// lazyLog is the container's CRI log, opened when the process first writes or when
+// ReopenContainerLog asks for it.
+type lazyLog struct {
+	path string
+	logf func(string, ...any)
+
+	mu      sync.Mutex
+	w       *process.LogWriter
+	streams map[string]io.WriteCloser
+	failed  bool
+	closed  bool
+}
+
+func (l *lazyLog) openLocked() *process.LogWriter {
+	if l.w == nil && !l.failed && !l.closed && l.path != "" {
+		w, err := process.NewLogWriter(l.path)
+		if err != nil {
+			l.failed = true // like a full disk: the output is lost, the process goes on
+			l.logf("container log %s: %v", l.path, err)
+			return nil
+		}
+		l.w = w
+	}
+	return l.w
+}
+
+func (l *lazyLog) stream(name string) io.Writer { return logStream{l, name} }
+
+type logStream struct {
+	l    *lazyLog
+	name string
+}
+
+func (s logStream) Write(p []byte) (int, error) {
+	l := s.l
+	l.mu.Lock()
+	w := l.openLocked()
+	var st io.WriteCloser
+	if w != nil {
+		if l.streams == nil {
+			l.streams = map[string]io.WriteCloser{}
+		}
+		if st = l.streams[s.name]; st == nil {
+			st = w.Stream(s.name)
+			l.streams[s.name] = st
+		}
+	}
+	l.mu.Unlock()
+	if st != nil {
+		st.Write(p)
+	}
+	return len(p), nil
+}
+
+// reopen starts a new file at the log path (ReopenContainerLog after the kubelet's rotation),
+// creating it if the process has not written yet.
+func (l *lazyLog) reopen() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.path == "" {
+		return nil
+	}
+	if l.w == nil {
+		l.failed = false
+		if l.openLocked() == nil {
+			return fmt.Errorf("open %s", l.path)
+		}
+		return nil
+	}
+	return l.w.Reopen()
+}
+
+func (l *lazyLog) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.streams {
+		s.Close()
+	}
+	if l.w != nil {
+		l.w.Close()
+	}
+	l.closed = true
+}
+
+// simProcess adapts a process.Process to the runtime's Process and its extensions.
+type simProcess struct {
+	cio       *process.ContainerIO
+	logs      *lazyLog
+	stdinOnce bool
+
+	ready    chan struct{} // p or startErr is set
+	p        *process.Process
+	startErr error
+	done     chan struct{} // the process ended and its output is flushed; exit is set
+	exit     Exit
+}
+
+func (s *simProcess) Signal(sig syscall.Signal) error {
+	<-s.ready
+	if s.p == nil {
+		return nil
+	}
+	if err := s.p.Signal(sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
+}
+
+// Done is closed once the process has ended and its output is flushed to the log.
+func (s *simProcess) Done() <-chan struct{} { return s.done }
+
+func (s *simProcess) Exit() Exit { return s.exit }
+
+func (s *simProcess) ReopenLog() error { return s.logs.reopen() }
+
+// ExecSync runs cmd in the container; ctx carries ExecSync's timeout.
+func (s *simProcess) ExecSync(ctx context.Context, cmd []string) (ExecResult, error) {
+	<-s.ready
+	if s.p == nil {
+		return ExecResult{}, process.ErrNotRunning
+	}
+	stdout, stderr, code, err := s.p.ExecSync(ctx, cmd, 0)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	return ExecResult{Stdout: stdout, Stderr: stderr, ExitCode: int32(code)}, nil
+}
+
+// Usage is the process's own resource figures (ContainerStats).
+func (s *simProcess) Usage() Usage {
+	select {
+	case <-s.ready:
+	default:
+		return Usage{} // still starting
+	}
+	if s.p == nil {
+		return Usage{}
+	}
+	st := s.p.Stats()
+	return Usage{MemoryBytes: st.MemoryBytes, CPUNanos: st.CPUNanos, WritableLayerBytes: st.WritableLayerBytes}
+}
+
+// ExecStream runs an interactive command (the streaming server's Exec).
+func (s *simProcess) ExecStream(ctx context.Context, cmd []string, in io.Reader, out, errw io.Writer, tty bool, resize <-chan TerminalSize) (int, error) {
+	<-s.ready
+	if s.p == nil {
+		return 0, process.ErrNotRunning
+	}
+	e, err := s.p.Exec(ctx, process.ExecSpec{Args: cmd, Stdin: in, Stdout: out, Stderr: errw, TTY: tty})
+	if err != nil {
+		return 0, err
+	}
+	go forwardResize(resize, e.Done(), e.Resize)
+	select {
+	case <-e.Done():
+	case <-ctx.Done():
+		e.Signal(syscall.SIGKILL)
+		<-e.Done()
+		return 0, ctx.Err()
+	}
+	code, _ := e.ExitCode()
+	return code, nil
+}
+
+// Attach connects a session to the main process's stdio (containerd's stdinOnce rules).
+func (s *simProcess) Attach(ctx context.Context, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan TerminalSize) error {
+	<-s.ready
+	if s.p == nil {
+		return process.ErrNotRunning
+	}
+	go forwardResize(resize, s.done, s.p.Resize)
+	return s.cio.Attach(ctx, in, out, errw, s.stdinOnce)
+}
+
+func forwardResize(resize <-chan TerminalSize, done <-chan struct{}, set func(w, h uint16)) {
+	if resize == nil {
+		return
+	}
+	for {
+		select {
+		case sz, ok := <-resize:
+			if !ok {
+				return
+			}
+			set(sz.Width, sz.Height)
+		case <-done:
+			return
+		}
+	}
+}
