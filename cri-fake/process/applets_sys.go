@@ -753,3 +753,12 @@ func sigDescription(sig syscall.Signal) string {
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
 }
+
+// appletProgram stands for an image's own program that the simulation does
+// not know: it runs until a signal ends it (default actions) or the image
+// behaviour makes it exit.
+func appletProgram(p *proc) int {
+	<-p.ctx().Done()
+	code, _ := exitCause(p.ctx())
+	return code
+}

@@ -46,6 +46,28 @@ func ImageLayer(img ImageConfig) (*Layer, error) {
 	for p, content := range ib.Files {
 		layer.AddFile(p, []byte(content), 0o644)
 	}
+	for p, applet := range ib.Executables {
+		if _, ok := applets[applet]; !ok {
+			return nil, fmt.Errorf("image behavior executables: %s: unknown applet %q", p, applet)
+		}
+		layer.AddApplet(p, applet)
+	}
+	// An image contains the program its config runs. When the base does not
+	// have it, it becomes a generic program: it runs, prints nothing and ends
+	// on a signal (default actions: TERM 143), plus what the behaviour says.
+	prog := img.Entrypoint
+	if len(prog) == 0 {
+		prog = img.Cmd
+	}
+	if len(prog) > 0 && prog[0] != "" {
+		p := prog[0]
+		if !strings.HasPrefix(p, "/") {
+			p = "/usr/local/bin/" + p
+		}
+		if !layer.has(prog[0]) {
+			layer.AddApplet(p, "program")
+		}
+	}
 	return layer, nil
 }
 
@@ -78,6 +100,9 @@ type ImageBehaviour struct {
 		Members []string `json:"members,omitempty"`
 	} `json:"groups,omitempty"`
 	Files map[string]string `json:"files,omitempty"`
+	// Executables maps paths in the image to the applet they behave like
+	// ({"/usr/bin/myserver": "agnhost"}).
+	Executables map[string]string `json:"executables,omitempty"`
 }
 
 // ParseImageBehaviour decodes the catalog's behaviour JSON (empty is fine).

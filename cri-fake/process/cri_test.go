@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -146,6 +147,9 @@ func TestFromCRIImageBase(t *testing.T) {
 		{ImageConfig{Entrypoint: []string{"/agnhost"}}, "/agnhost"},
 		{ImageConfig{Entrypoint: []string{"/pause"}}, "/pause"},
 		{ImageConfig{Cmd: []string{"sh"}, Behavior: []byte(`{"base": "nginx", "files": {"/etc/motd": "hi"}}`)}, "/etc/motd"},
+		{ImageConfig{Entrypoint: []string{"/cart"}}, "/cart"},
+		{ImageConfig{Cmd: []string{"myapp", "--serve"}}, "/usr/local/bin/myapp"},
+		{ImageConfig{Entrypoint: []string{"/srv"}, Behavior: []byte(`{"executables": {"/srv": "agnhost"}}`)}, "/srv"},
 	}
 	for _, tc := range tests {
 		spec, err := FromCRI(&runtimeapi.ContainerConfig{}, &runtimeapi.PodSandboxConfig{}, tc.img, nil)
@@ -155,5 +159,31 @@ func TestFromCRIImageBase(t *testing.T) {
 		if _, err := spec.FS.Stat(tc.want); err != nil {
 			t.Errorf("%+v: %s missing: %v", tc.img, tc.want, err)
 		}
+	}
+}
+
+// TestImageProgram: an image's own unknown program runs until signalled and
+// follows the catalog behaviour (the examples/cri catalog's batch job).
+func TestImageProgram(t *testing.T) {
+	img := ImageConfig{Cmd: []string{"/migrate", "--once"}, Behavior: []byte(`{"exitAfter": "30ms", "exitCode": 0}`)}
+	spec, err := FromCRI(&runtimeapi.ContainerConfig{}, &runtimeapi.PodSandboxConfig{}, img, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, spec)
+	if code := p.Wait(); code != 0 {
+		t.Errorf("batch job exit code %d", code)
+	}
+	spec, err = FromCRI(&runtimeapi.ContainerConfig{}, &runtimeapi.PodSandboxConfig{}, ImageConfig{Entrypoint: []string{"/cart"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := startProc(t, spec)
+	q.Signal(syscall.SIGTERM)
+	if code := q.Wait(); code != 143 {
+		t.Errorf("program after TERM: %d, want 143", code)
+	}
+	if _, err := ImageLayer(ImageConfig{Behavior: []byte(`{"executables": {"/x": "nosuchapplet"}}`)}); err == nil {
+		t.Error("an unknown applet in executables was accepted")
 	}
 }

@@ -98,6 +98,21 @@ func (l *Layer) AddSymlink(p, target string) *Layer {
 	return l
 }
 
+// has reports whether name resolves in the layer: an absolute path that
+// exists, or a command found in the default PATH directories.
+func (l *Layer) has(name string) bool {
+	if strings.HasPrefix(name, "/") {
+		_, ok := l.entries[cleanAbs(name)]
+		return ok
+	}
+	for _, dir := range strings.Split(defaultPath, ":") {
+		if _, ok := l.entries[dir+"/"+name]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // Paths lists the layer's paths in order (for tests and debugging).
 func (l *Layer) Paths() []string {
 	out := make([]string, 0, len(l.entries))
