@@ -19,7 +19,9 @@ import (
 const usage = `cri-fake: a fake CRI runtime (runtime.v1 RuntimeService + ImageService) for testing kubelets and CRI clients.
 
 It keeps every sandbox, container and image a real runtime would, with containerd's semantics and
-error codes, but runs no processes: a started container stays RUNNING until it is stopped. Images
+error codes, but runs no real processes: each container runs a simulated process (busybox-like
+applets, a sh subset, nginx/httpd/agnhost servers) that writes the CRI log, answers exec, attach and
+port-forward through a streaming server on --streaming-addr, and exits with its own code. Images
 come from an offline catalog (built in, extensible with --image-catalog). Pod networking runs the
 real CNI plugins of --cni-conf-dir through libcni, or a built-in address allocator when
 --cni-conf-dir is empty.
@@ -67,6 +69,7 @@ func main() {
 	fs.StringVar(&opts.TraceFile, "trace", "", "append every CRI (and CNI) call as a JSON line to this file")
 	fs.IntVar(&opts.TraceCapacity, "trace-capacity", 4096, "how many recent calls the in-memory trace keeps (read them through the admin socket)")
 	fs.StringVar(&opts.FaultsFile, "faults", "", "YAML or JSON fault rules to apply from the start (format: cri-fake/README.md)")
+	fs.StringVar(&opts.StreamingAddr, "streaming-addr", "127.0.0.1:0", `host:port of the HTTP streaming server for exec, attach and port-forward sessions (crictl exec/attach/port-forward, kubectl through a kubelet); port 0 picks a free port; "none" serves none (those calls answer Unimplemented)`)
 	fs.StringVar(&opts.Caller, "caller", "kubelet", "name of the client side in trace events")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
 	fs.Parse(os.Args[1:])
@@ -92,6 +95,9 @@ func main() {
 		cni = "off (built-in allocator)"
 	}
 	logger.Printf("serving CRI on %s (images on %s); CNI conf dir: %s; netns: %s", srv.Endpoint(), srv.ImageEndpoint(), cni, opts.NetNS)
+	if srv.StreamingURL() != "" {
+		logger.Printf("streaming (exec, attach, port-forward) on %s", srv.StreamingURL())
+	}
 	if srv.AdminEndpoint() != "" {
 		logger.Printf("admin API on %s", srv.AdminEndpoint())
 	}

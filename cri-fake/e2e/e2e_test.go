@@ -40,6 +40,9 @@ type fake struct {
 	dir      string
 	confDir  string
 	log      *bytes.Buffer
+	pid      int
+	// exited is closed when the cri-fake process ends (a crash, if before the test's cleanup).
+	exited chan struct{}
 }
 
 // startFake runs bin/cri-fake on a socket in a temporary directory; extra flags are appended.
@@ -67,10 +70,12 @@ func startFakeWrapped(t *testing.T, wrap []string, flags ...string) *fake {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	f.pid = cmd.Process.Pid
+	f.exited = make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); close(f.exited) }()
 	t.Cleanup(func() {
 		cmd.Process.Signal(os.Interrupt)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):

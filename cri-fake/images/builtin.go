@@ -67,7 +67,13 @@ func Builtin() []CatalogImage {
 		{Repositories: []string{critest + "test-image-user-uid-group"}, Tags: []string{"latest"}, Size: 1331262, User: "1003:1003", Cmd: sh},
 		{Repositories: []string{critest + "test-image-user-username-group"}, Tags: []string{"latest"}, Size: 1331263, User: "www-data:www-data", Cmd: sh},
 		{Repositories: []string{critest + "test-image-predefined-group"}, Tags: []string{"latest"}, Size: 1331264, User: "1000", Cmd: sh},
-		{Repositories: []string{critest + "hostnet-nginx-amd64"}, Tags: []string{"latest"}, Size: 7000100, Cmd: nginxCmd, StopSignal: "SIGQUIT"},
-		{Repositories: []string{critest + "hostnet-nginx-arm64"}, Tags: []string{"latest"}, Size: 7000101, Cmd: nginxCmd, StopSignal: "SIGQUIT"},
+		// The hostnet-nginx images are nginx configured to listen on 12003 (so that they do not
+		// collide with a web server on the node's port 80 when run in the host network).
+		{Repositories: []string{critest + "hostnet-nginx-amd64"}, Tags: []string{"latest"}, Size: 7000100, Cmd: nginxCmd, StopSignal: "SIGQUIT", Behavior: hostnetNginx},
+		{Repositories: []string{critest + "hostnet-nginx-arm64"}, Tags: []string{"latest"}, Size: 7000101, Cmd: nginxCmd, StopSignal: "SIGQUIT", Behavior: hostnetNginx},
 	}
 }
+
+// hostnetNginx is the content difference of critest's hostnet-nginx images: the server listens
+// on port 12003 (read by the process simulation, see cri-fake/process README "Image behaviour").
+var hostnetNginx = []byte(`{"base":"nginx","files":{"/etc/nginx/conf.d/default.conf":"server {\n    listen 12003;\n    root /usr/share/nginx/html;\n}\n"}}`)
