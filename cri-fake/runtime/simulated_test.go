@@ -194,7 +194,10 @@ func TestSimulatedStop(t *testing.T) {
 			id := runCmd(t, s, pod, "app", tc.cmd...)
 			if strings.Contains(tc.cmd[len(tc.cmd)-1], "echo ready") {
 				// A signal sent before the trap is set would end the shell, as in a real container.
-				waitFor(t, func() bool { b, _ := os.ReadFile(filepath.Join(logDir, "app", "0.log")); return bytes.Contains(b, []byte("ready")) })
+				waitFor(t, func() bool {
+					b, _ := os.ReadFile(filepath.Join(logDir, "app", "0.log"))
+					return bytes.Contains(b, []byte("ready"))
+				})
 			}
 			start := time.Now()
 			if _, err := s.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: tc.timeout}); err != nil {
