@@ -31,19 +31,27 @@ import (
 type Simulated struct {
 	// Logf reports problems that fail nothing (a log file that cannot be written).
 	Logf func(format string, args ...any)
+	// StartLatency is how long after StartContainer the process starts (see Start); 0 starts
+	// it before StartContainer returns. NewSimulated sets DefaultStartLatency.
+	StartLatency time.Duration
 
 	mu      sync.Mutex
 	layers  map[string]*process.Layer
-	specs   map[string]*prepared // CreateContainer → StartContainer
+	specs   map[string]process.Spec // built at CreateContainer, for StartContainer
+	lookups map[string]error        // lookupKey → the executable lookup's result
 	dnsOnce sync.Once
 	hostDNS *runtimeapi.DNSConfig
 	pods    map[string]*simPod
 	nodePID *process.PIDNamespace
 }
 
+// DefaultStartLatency is the simulated container start time: shorter than a real runc start
+// (tens of milliseconds), so nothing a client does waits noticeably longer than with containerd.
+const DefaultStartLatency = 10 * time.Millisecond
+
 // NewSimulated returns the process-simulation launcher.
 func NewSimulated() *Simulated {
-	return &Simulated{layers: map[string]*process.Layer{}, specs: map[string]*prepared{}, pods: map[string]*simPod{}}
+	return &Simulated{StartLatency: DefaultStartLatency, layers: map[string]*process.Layer{}, specs: map[string]process.Spec{}, lookups: map[string]error{}, pods: map[string]*simPod{}}
 }
 
 // simPod is what the containers of one sandbox share: the PID namespace (mode POD, with the
@@ -88,18 +96,6 @@ func (l *Simulated) layer(imageID string, ic process.ImageConfig) (*process.Laye
 		l.layers[imageID] = ly
 	}
 	return ly, nil
-}
-
-// prepared is a container's spec, built at CreateContainer (perhaps in the background) for
-// StartContainer.
-type prepared struct {
-	done chan struct{}
-	spec process.Spec
-	err  error
-	// async: built in the background, and the executable looked up there too (lookErr), so
-	// StartContainer can start the process in the background as well.
-	async   bool
-	lookErr error
 }
 
 // spec builds the process spec of a container: the command by containerd's rule, environment,
@@ -154,8 +150,9 @@ func (l *Simulated) hostDNSConfig() *runtimeapi.DNSConfig {
 }
 
 // cannotFail tells whether building a container's spec can fail: only a user name to look up, a
-// host path to find, or a catalog behaviour to parse can. When none is there the spec is built in
-// the background, overlapping with the reply to CreateContainer.
+// host path to find, or a catalog behaviour to parse can. When none is there, the file system
+// view is built only when the process really starts, and whether the command exists depends
+// only on the image, the command, PATH and the working directory (lookups are cached on those).
 func cannotFail(ps ProcessSpec) bool {
 	c := ps.Image.Config
 	if c == nil || len(c.Behavior) > 0 || len(ps.Config.GetMounts()) > 0 ||
@@ -174,27 +171,40 @@ func cannotFail(ps ProcessSpec) bool {
 	return len(process.Command(c.Entrypoint, c.Cmd, ps.Config.GetCommand(), ps.Config.GetArgs())) > 0
 }
 
-// Validate builds the container's spec at CreateContainer and keeps it for StartContainer.
-func (l *Simulated) Validate(ps ProcessSpec) error {
-	p := &prepared{done: make(chan struct{})}
-	if cannotFail(ps) {
-		p.async = true
-		go func() {
-			p.spec, p.err = l.spec(ps)
-			if p.err == nil {
-				p.lookErr = process.Lookup(p.spec.FS, p.spec.Args, p.spec.Env, p.spec.WorkingDir)
-			}
-			close(p.done)
-		}()
-	} else {
-		p.spec, p.err = l.spec(ps)
-		close(p.done)
-		if p.err != nil {
-			return p.err
+// lookupKey is what the result of an executable lookup depends on when cannotFail holds.
+func lookupKey(ps ProcessSpec) string {
+	c := ps.Image.Config
+	args := process.Command(c.Entrypoint, c.Cmd, ps.Config.GetCommand(), ps.Config.GetArgs())
+	path := ""
+	for _, e := range c.Env {
+		if v, ok := strings.CutPrefix(e, "PATH="); ok {
+			path = v
 		}
 	}
+	for _, kv := range ps.Config.GetEnvs() {
+		if kv.GetKey() == "PATH" {
+			path = string(kv.GetValue())
+		}
+	}
+	wd := ps.Config.GetWorkingDir()
+	if wd == "" {
+		wd = c.WorkingDir
+	}
+	return ps.Image.ID + "\x00" + args[0] + "\x00" + path + "\x00" + wd
+}
+
+// Validate builds the container's spec at CreateContainer when that can fail (containerd reports
+// an unknown user or a missing host path there) and keeps it for StartContainer.
+func (l *Simulated) Validate(ps ProcessSpec) error {
+	if cannotFail(ps) {
+		return nil
+	}
+	spec, err := l.spec(ps)
+	if err != nil {
+		return err
+	}
 	l.mu.Lock()
-	l.specs[ps.ContainerID] = p
+	l.specs[ps.ContainerID] = spec
 	l.mu.Unlock()
 	return nil
 }
@@ -333,60 +343,90 @@ func (l *Simulated) DialPort(ctx context.Context, sandboxID, netns string, realN
 }
 
 // Start runs the container's process with its stdio wired to the CRI log and attach sessions.
+//
+// Whether the command can start is decided here (a missing executable fails StartContainer as
+// with containerd); the process itself starts StartLatency later — a real runtime takes tens of
+// milliseconds to start a container too — or at once when anything needs it first (exec,
+// attach, a signal other than TERM/KILL). A container stopped with TERM or KILL before then ends
+// as a process killed before its command ran (128+signal) without its simulation being built:
+// a node churning through pods pays for no file system views it never uses.
 func (l *Simulated) Start(ctx context.Context, ps ProcessSpec) (Process, error) {
 	l.mu.Lock()
-	prep := l.specs[ps.ContainerID]
+	spec, built := l.specs[ps.ContainerID]
 	delete(l.specs, ps.ContainerID)
 	l.mu.Unlock()
-	var spec process.Spec
-	if prep != nil {
-		<-prep.done
-		if prep.err != nil {
-			return nil, prep.err
-		}
-		spec = prep.spec
-	} else {
+	if !built && !cannotFail(ps) {
+		// Restored after a cri-fake restart, or a launcher used without Validate.
 		var err error
 		if spec, err = l.spec(ps); err != nil {
 			return nil, err
 		}
+		built = true
 	}
-	hostNetwork := ps.SandboxConfig.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
-	switch {
-	case ps.RealNetNS && ps.NetNS != "" && !hostNetwork:
-		spec.NetNS = ps.NetNS
-	case ps.RealNetNS:
-		// Host network with real namespaces: the servers listen in cri-fake's own namespace,
-		// which is the node's.
-	default:
-		spec.Listen = l.pod(ps.SandboxID).listen
+	if built {
+		if err := process.Lookup(spec.FS, spec.Args, spec.Env, spec.WorkingDir); err != nil {
+			return nil, startError(err)
+		}
+	} else {
+		key := lookupKey(ps)
+		l.mu.Lock()
+		lookErr, known := l.lookups[key]
+		l.mu.Unlock()
+		if !known {
+			var err error
+			if spec, err = l.spec(ps); err != nil {
+				return nil, err
+			}
+			built = true
+			lookErr = process.Lookup(spec.FS, spec.Args, spec.Env, spec.WorkingDir)
+			l.mu.Lock()
+			l.lookups[key] = lookErr
+			l.mu.Unlock()
+		}
+		if lookErr != nil {
+			return nil, startError(lookErr)
+		}
 	}
-	pidns, err := l.pidNamespace(ps)
-	if err != nil {
-		return nil, err
-	}
-	spec.PIDNamespace = pidns
 
 	logs := &lazyLog{path: ps.LogPath, logf: l.logf}
 	cio := process.NewContainerIO(nil, ps.Config.GetStdin(), ps.Config.GetTty())
-	spec.Stdin = cio.Stdin()
-	spec.Stdout = tee{cio.Stdout(), logs.stream(process.Stdout)}
-	spec.Stderr = tee{cio.Stderr(), logs.stream(process.Stderr)}
 	sp := &simProcess{cio: cio, logs: logs, stdinOnce: ps.Config.GetStdinOnce(), ready: make(chan struct{}), done: make(chan struct{})}
-	if prep != nil && prep.async {
-		// The executable was found in the background at CreateContainer; what is left cannot
-		// fail in a way containerd would report from StartContainer, so the process starts in the
-		// background too, overlapping with the reply (every use of it waits until it has).
-		if prep.lookErr != nil {
-			cio.Close()
-			return nil, startError(prep.lookErr)
+	sp.begin = func() error {
+		if !built {
+			var err error
+			if spec, err = l.spec(ps); err != nil {
+				return err
+			}
 		}
-		go sp.run(context.WithoutCancel(ctx), spec)
+		hostNetwork := ps.SandboxConfig.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
+		switch {
+		case ps.RealNetNS && ps.NetNS != "" && !hostNetwork:
+			spec.NetNS = ps.NetNS
+		case ps.RealNetNS:
+			// Host network with real namespaces: the servers listen in cri-fake's own
+			// namespace, which is the node's.
+		default:
+			spec.Listen = l.pod(ps.SandboxID).listen
+		}
+		pidns, err := l.pidNamespace(ps)
+		if err != nil {
+			return err
+		}
+		spec.PIDNamespace = pidns
+		spec.Stdin = cio.Stdin()
+		spec.Stdout = tee{cio.Stdout(), logs.stream(process.Stdout)}
+		spec.Stderr = tee{cio.Stderr(), logs.stream(process.Stderr)}
+		return sp.run(spec)
+	}
+	if l.StartLatency <= 0 {
+		if err := sp.materialise(); err != nil {
+			return nil, startError(err)
+		}
 		return sp, nil
 	}
-	if err := sp.run(ctx, spec); err != nil {
-		return nil, startError(err)
-	}
+	sp.mu.Lock() // the timer may fire before AfterFunc returns
+	sp.timer = time.AfterFunc(l.StartLatency, func() { sp.materialise() })
+	sp.mu.Unlock()
 	return sp, nil
 }
 
@@ -401,19 +441,12 @@ func startError(err error) error {
 }
 
 // run starts the process and arranges for its end to flush the output and close done.
-func (s *simProcess) run(ctx context.Context, spec process.Spec) error {
-	p, err := process.Start(ctx, spec)
+func (s *simProcess) run(spec process.Spec) error {
+	p, err := process.Start(context.Background(), spec)
 	if err != nil {
-		s.cio.Close()
-		s.logs.close()
-		s.startErr = err
-		s.exit = Exit{Code: 128, Reason: "StartError", Message: startError(err).Error(), At: time.Now()}
-		close(s.ready)
-		close(s.done)
 		return err
 	}
 	s.p = p
-	close(s.ready)
 	go func() {
 		<-p.Done()
 		s.cio.Close()  // ends attach sessions, flushes their last line
@@ -423,6 +456,38 @@ func (s *simProcess) run(ctx context.Context, spec process.Spec) error {
 		close(s.done)
 	}()
 	return nil
+}
+
+// materialise starts the process now if it has not started yet, and waits until it has (or
+// failed to, or was killed before it could).
+func (s *simProcess) materialise() error {
+	s.mu.Lock()
+	begin := s.begin
+	s.begin = nil
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.mu.Unlock()
+	if begin == nil {
+		<-s.ready
+		return s.startErr
+	}
+	if err := begin(); err != nil {
+		s.end(Exit{Code: 128, Reason: "StartError", Message: startError(err).Error(), At: time.Now()})
+		s.startErr = err
+		close(s.ready)
+		return err
+	}
+	close(s.ready)
+	return nil
+}
+
+// end records the exit of a process that never ran.
+func (s *simProcess) end(e Exit) {
+	s.cio.Close()
+	s.logs.close()
+	s.exit = e
+	close(s.done)
 }
 
 // tee writes the process's output to its attach sessions and to the log.
@@ -524,7 +589,11 @@ type simProcess struct {
 	logs      *lazyLog
 	stdinOnce bool
 
-	ready    chan struct{} // p or startErr is set
+	mu    sync.Mutex
+	begin func() error // starts the process; nil once started (or abandoned)
+	timer *time.Timer  // calls materialise after the start latency
+
+	ready    chan struct{} // p or startErr is set (p stays nil for a process killed before it ran)
 	p        *process.Process
 	startErr error
 	done     chan struct{} // the process ended and its output is flushed; exit is set
@@ -532,7 +601,21 @@ type simProcess struct {
 }
 
 func (s *simProcess) Signal(sig syscall.Signal) error {
-	<-s.ready
+	if sig == syscall.SIGTERM || sig == syscall.SIGKILL {
+		s.mu.Lock()
+		if s.begin != nil {
+			// Stopped before it started: its command never ran; it ends as a process killed
+			// by the signal.
+			s.begin = nil
+			s.timer.Stop()
+			s.mu.Unlock()
+			s.end(Exit{Code: 128 + int32(sig), At: time.Now()})
+			close(s.ready)
+			return nil
+		}
+		s.mu.Unlock()
+	}
+	s.materialise()
 	if s.p == nil {
 		return nil
 	}
@@ -551,7 +634,7 @@ func (s *simProcess) ReopenLog() error { return s.logs.reopen() }
 
 // ExecSync runs cmd in the container; ctx carries ExecSync's timeout.
 func (s *simProcess) ExecSync(ctx context.Context, cmd []string) (ExecResult, error) {
-	<-s.ready
+	s.materialise()
 	if s.p == nil {
 		return ExecResult{}, process.ErrNotRunning
 	}
@@ -564,11 +647,7 @@ func (s *simProcess) ExecSync(ctx context.Context, cmd []string) (ExecResult, er
 
 // Usage is the process's own resource figures (ContainerStats).
 func (s *simProcess) Usage() Usage {
-	select {
-	case <-s.ready:
-	default:
-		return Usage{} // still starting
-	}
+	s.materialise() // at most the start latency early
 	if s.p == nil {
 		return Usage{}
 	}
@@ -578,7 +657,7 @@ func (s *simProcess) Usage() Usage {
 
 // ExecStream runs an interactive command (the streaming server's Exec).
 func (s *simProcess) ExecStream(ctx context.Context, cmd []string, in io.Reader, out, errw io.Writer, tty bool, resize <-chan TerminalSize) (int, error) {
-	<-s.ready
+	s.materialise()
 	if s.p == nil {
 		return 0, process.ErrNotRunning
 	}
@@ -600,7 +679,7 @@ func (s *simProcess) ExecStream(ctx context.Context, cmd []string, in io.Reader,
 
 // Attach connects a session to the main process's stdio (containerd's stdinOnce rules).
 func (s *simProcess) Attach(ctx context.Context, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan TerminalSize) error {
-	<-s.ready
+	s.materialise()
 	if s.p == nil {
 		return process.ErrNotRunning
 	}
