@@ -196,6 +196,7 @@ type Process struct {
 	startedAt  time.Time
 	finishedAt time.Time
 	gates      []*gate
+	onFinish   []func()
 	width      uint16
 	height     uint16
 }
@@ -375,6 +376,13 @@ func (c *container) run(exe executable, args, env []string, wd string, stdin io.
 	var sout, serr io.Writer = out, errw
 	var ttyIn *ttyReader
 	if tty {
+		if stdin == nil {
+			// A terminal nobody types into never ends: reads block until the
+			// process ends (a TTY container without stdin keeps its shell).
+			r, w := io.Pipe()
+			stdin = r
+			p.onFinish = append(p.onFinish, func() { w.Close() })
+		}
 		ttyIn = newTTY(stdin, out)
 		in = ttyIn
 		sout = &crlfWriter{w: out}
@@ -426,6 +434,9 @@ func (c *container) run(exe executable, args, env []string, wd string, stdin io.
 func (p *Process) finish(code int, main bool) {
 	for _, g := range p.gates {
 		g.close()
+	}
+	for _, f := range p.onFinish {
+		f()
 	}
 	c := p.c
 	p.t.exit(code)

@@ -371,3 +371,19 @@ func TestInitSignalRule(t *testing.T) {
 		t.Errorf("trap under the init rule: code %d out %q", code, out.String())
 	}
 }
+
+// TestTTYWithoutStdin: a TTY container without stdin keeps its interactive
+// shell (nobody types, nothing ends it) until it is stopped.
+func TestTTYWithoutStdin(t *testing.T) {
+	var out syncBuffer
+	p := startProc(t, Spec{Args: []string{"sh"}, TTY: true, Stdout: &out})
+	waitFor(t, "prompt", func() bool { return out.String() == "/ # " })
+	time.Sleep(20 * time.Millisecond)
+	if _, exited := p.ExitCode(); exited {
+		t.Fatal("the shell of a TTY container without stdin ended")
+	}
+	p.Signal(syscall.SIGKILL)
+	if code := p.Wait(); code != 137 {
+		t.Errorf("code %d", code)
+	}
+}
