@@ -768,8 +768,10 @@ func builtinCd(s *shell, args []string, sio io3) int {
 	} else {
 		dir, _ = s.lookup("HOME")
 	}
+	printDir := false
 	if dir == "-" {
 		dir, _ = s.lookup("OLDPWD")
+		printDir = true // `cd -` prints where it went
 	}
 	target := s.p.absIn(s.dir, dir)
 	st, err := s.p.c.fs.Stat(target)
@@ -784,6 +786,9 @@ func builtinCd(s *shell, args []string, sio io3) int {
 	s.vars["OLDPWD"] = s.dir
 	s.dir = target
 	s.vars["PWD"] = target
+	if printDir {
+		fmt.Fprintln(sio.out, target)
+	}
 	return 0
 }
 

@@ -77,6 +77,10 @@ func TestShellSubset(t *testing.T) {
 		{"heredoc quoted", "cat <<'EOF'\n$X `x`\nEOF", "$X `x`\n", "", 0},
 		{"heredoc strip tabs", "cat <<-END\n\tindented\n\tEND", "indented\n", "", 0},
 		{"heredoc to file", "cat > /tmp/h <<EOF\na\nb\nEOF\nwc -l < /tmp/h", "2\n", "", 0},
+		{"cd -", "cd /tmp; cd -; pwd", "/\n/\n", "", 0},
+		{"function args", `f() { for a in "$@"; do echo "[$a]"; done; }; f "a b" c`, "[a b]\n[c]\n", "", 0},
+		{"kill background job", `sleep 10 & pid=$!; kill $pid; wait $pid; echo "rc=$?"`, "rc=143\n", "", 0},
+		{"pipe into while read", `echo one two | while read a b; do echo "$b $a"; done`, "two one\n", "", 0},
 		{"suffix trim", "F=a.tar.gz; echo ${F%.gz} ${F%%.*} ${F#*.}", "a.tar a tar.gz\n", "", 0},
 	}
 	for _, tc := range tests {
