@@ -195,15 +195,18 @@ type passwdEntry struct {
 func readPasswd(fsys *FS) []passwdEntry {
 	data, _ := fsys.ReadFile("/etc/passwd")
 	var out []passwdEntry
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Split(line, ":")
-		if len(f) < 4 {
-			continue
-		}
-		uid, err1 := strconv.Atoi(f[2])
-		gid, err2 := strconv.Atoi(f[3])
+	rest := string(data)
+	for rest != "" {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
+		name, r, _ := strings.Cut(line, ":")
+		_, r, _ = strings.Cut(r, ":") // password
+		uidS, r, _ := strings.Cut(r, ":")
+		gidS, _, _ := strings.Cut(r, ":")
+		uid, err1 := strconv.Atoi(uidS)
+		gid, err2 := strconv.Atoi(gidS)
 		if err1 == nil && err2 == nil {
-			out = append(out, passwdEntry{f[0], uid, gid})
+			out = append(out, passwdEntry{name, uid, gid})
 		}
 	}
 	return out

@@ -128,8 +128,16 @@ func NewFS(cfg FSConfig) (*FS, error) {
 		f.set(p, &node{mode: 0o644, data: data, mtime: now})
 	}
 	if img != nil && len(img.entries) > 1 {
-		add("/etc/passwd", passwdFile(img, cfg.Users))
-		add("/etc/group", groupFile(img, cfg.Groups))
+		if len(cfg.Users) == 0 && len(cfg.Groups) == 0 {
+			img.etcOnce.Do(func() { img.passwd, img.group = passwdFile(img, nil), groupFile(img, nil) })
+			// Shared bytes: a write replaces a node's data, never edits it in place
+			// (ownedNode copies it first).
+			add("/etc/passwd", img.passwd)
+			add("/etc/group", img.group)
+		} else {
+			add("/etc/passwd", passwdFile(img, cfg.Users))
+			add("/etc/group", groupFile(img, cfg.Groups))
+		}
 		host := cfg.Hostname
 		if host == "" {
 			host = "localhost"

@@ -5,6 +5,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -36,6 +37,12 @@ func (n *node) clone() *node {
 // changed after it has been handed to NewFS.
 type Layer struct {
 	entries map[string]*node
+
+	// etc caches the /etc/passwd and /etc/group NewFS generates when a
+	// container adds no users or groups (the common case).
+	etcOnce sync.Once
+	passwd  []byte
+	group   []byte
 }
 
 // NewLayer returns a layer holding only "/".
