@@ -52,10 +52,15 @@ func (s *Service) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 	return &runtimeapi.StartContainerResponse{}, nil
 }
 
-// watch arranges for the end of a process to be recorded: by a goroutine, unless the process is
-// Passive (it then ends only when stopContainer signals it, which records the exit itself).
+// watch arranges for the end of a process to be recorded: by the process's own notification
+// (ExitNotifier), or by a goroutine, unless the process is Passive (it then ends only when
+// stopContainer signals it, which records the exit itself).
 func (s *Service) watch(sb *store.Sandbox, c *store.Container, p Process) {
 	if pp, ok := p.(Passive); ok && pp.Passive() {
+		return
+	}
+	if n, ok := p.(ExitNotifier); ok {
+		n.NotifyExit(func() { s.recordExit(sb, c, p) })
 		return
 	}
 	go s.monitor(sb, c, p)

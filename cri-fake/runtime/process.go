@@ -75,6 +75,13 @@ type Passive interface {
 	Passive() bool
 }
 
+// ExitNotifier is an optional Process extension: instead of the runtime watching Done with a
+// goroutine per container, the process calls f once it has ended (after Done is closed). f may
+// run on any goroutine, including inside Signal.
+type ExitNotifier interface {
+	NotifyExit(f func())
+}
+
 // Execer is an optional Process extension: ExecSync runs a command inside the container. The
 // context carries ExecSync's timeout; a command still running when it expires must be stopped
 // and the context's error returned.

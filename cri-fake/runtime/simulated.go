@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,8 @@ type Simulated struct {
 	StartLatency time.Duration
 
 	mu      sync.Mutex
+	pending []*simProcess // to start, in start order (the starter goroutine runs while any)
+	starter bool
 	layers  map[string]*process.Layer
 	specs   map[string]process.Spec // built at CreateContainer, for StartContainer
 	lookups map[string]error        // lookupKey → the executable lookup's result
@@ -389,8 +392,20 @@ func (l *Simulated) Start(ctx context.Context, ps ProcessSpec) (Process, error) 
 	}
 
 	logs := &lazyLog{path: ps.LogPath, logf: l.logf}
-	cio := process.NewContainerIO(nil, ps.Config.GetStdin(), ps.Config.GetTty())
-	sp := &simProcess{cio: cio, logs: logs, stdinOnce: ps.Config.GetStdinOnce(), ready: make(chan struct{}), done: make(chan struct{})}
+	if ps.LogPath != "" {
+		// containerd opens the log file at StartContainer, so a client can open it as soon as
+		// the call returns (critest does). The kubelet (and critest) create the log directory
+		// before CreateContainer; when nobody did, the directories and the file are made at
+		// the first output instead, which keeps creating them off the start path of clients
+		// that never read logs (making two directories and a file costs more than the
+		// runtime's bookkeeping for a whole pod lifecycle).
+		if _, err := os.Stat(filepath.Dir(ps.LogPath)); err == nil {
+			logs.mu.Lock()
+			logs.openLocked()
+			logs.mu.Unlock()
+		}
+	}
+	sp := &simProcess{logs: logs, stdinOnce: ps.Config.GetStdinOnce(), ready: make(chan struct{}), done: make(chan struct{})}
 	sp.begin = func() error {
 		if !built {
 			var err error
@@ -413,6 +428,8 @@ func (l *Simulated) Start(ctx context.Context, ps ProcessSpec) (Process, error) 
 			return err
 		}
 		spec.PIDNamespace = pidns
+		cio := process.NewContainerIO(nil, ps.Config.GetStdin(), ps.Config.GetTty())
+		sp.cio = cio // before ready is closed, which publishes it
 		spec.Stdin = cio.Stdin()
 		spec.Stdout = tee{cio.Stdout(), logs.stream(process.Stdout)}
 		spec.Stderr = tee{cio.Stderr(), logs.stream(process.Stderr)}
@@ -424,10 +441,45 @@ func (l *Simulated) Start(ctx context.Context, ps ProcessSpec) (Process, error) 
 		}
 		return sp, nil
 	}
-	sp.mu.Lock() // the timer may fire before AfterFunc returns
-	sp.timer = time.AfterFunc(l.StartLatency, func() { sp.materialise() })
-	sp.mu.Unlock()
+	l.schedule(sp, time.Now().Add(l.StartLatency))
 	return sp, nil
+}
+
+// schedule has the starter goroutine start sp at the given time. One goroutine sleeping until
+// the next start costs less than a timer per container: on a node churning through pods most
+// containers are stopped before their start time and cost nothing more.
+func (l *Simulated) schedule(sp *simProcess, at time.Time) {
+	sp.startAt = at
+	l.mu.Lock()
+	l.pending = append(l.pending, sp)
+	run := !l.starter
+	l.starter = true
+	l.mu.Unlock()
+	if run {
+		go l.startPending()
+	}
+}
+
+func (l *Simulated) startPending() {
+	for {
+		l.mu.Lock()
+		if len(l.pending) == 0 {
+			l.starter = false
+			l.pending = nil
+			l.mu.Unlock()
+			return
+		}
+		next := l.pending[0]
+		if wait := time.Until(next.startAt); wait > 0 {
+			l.mu.Unlock()
+			time.Sleep(wait)
+			continue
+		}
+		l.pending[0] = nil
+		l.pending = l.pending[1:]
+		l.mu.Unlock()
+		next.materialise() // at once when it was stopped or used meanwhile
+	}
 }
 
 // startError words a start failure as containerd reports it from StartContainer.
@@ -453,7 +505,7 @@ func (s *simProcess) run(spec process.Spec) error {
 		s.logs.close() // flushes a last line without newline as an F record
 		code, _ := p.ExitCode()
 		s.exit = Exit{Code: int32(code), At: p.FinishedAt()}
-		close(s.done)
+		s.closeDone()
 	}()
 	return nil
 }
@@ -464,9 +516,6 @@ func (s *simProcess) materialise() error {
 	s.mu.Lock()
 	begin := s.begin
 	s.begin = nil
-	if s.timer != nil {
-		s.timer.Stop()
-	}
 	s.mu.Unlock()
 	if begin == nil {
 		<-s.ready
@@ -484,10 +533,12 @@ func (s *simProcess) materialise() error {
 
 // end records the exit of a process that never ran.
 func (s *simProcess) end(e Exit) {
-	s.cio.Close()
+	if s.cio != nil {
+		s.cio.Close()
+	}
 	s.logs.close()
 	s.exit = e
-	close(s.done)
+	s.closeDone()
 }
 
 // tee writes the process's output to its attach sessions and to the log.
@@ -585,19 +636,46 @@ func (l *lazyLog) close() {
 
 // simProcess adapts a process.Process to the runtime's Process and its extensions.
 type simProcess struct {
-	cio       *process.ContainerIO
+	cio       *process.ContainerIO // made when the process starts
 	logs      *lazyLog
 	stdinOnce bool
 
-	mu    sync.Mutex
-	begin func() error // starts the process; nil once started (or abandoned)
-	timer *time.Timer  // calls materialise after the start latency
+	mu      sync.Mutex
+	begin   func() error // starts the process; nil once started (or abandoned)
+	startAt time.Time    // when the starter starts it
 
 	ready    chan struct{} // p or startErr is set (p stays nil for a process killed before it ran)
 	p        *process.Process
 	startErr error
 	done     chan struct{} // the process ended and its output is flushed; exit is set
 	exit     Exit
+	onExit   func() // NotifyExit's callback, set under mu; called once after done closes
+	ended    bool   // done is closed (under mu)
+}
+
+// NotifyExit calls f once the process has ended (at once if it already has).
+func (s *simProcess) NotifyExit(f func()) {
+	s.mu.Lock()
+	if !s.ended {
+		s.onExit = f
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	f()
+}
+
+// closeDone marks the end (exit must be set) and runs the exit callback.
+func (s *simProcess) closeDone() {
+	close(s.done)
+	s.mu.Lock()
+	s.ended = true
+	f := s.onExit
+	s.onExit = nil
+	s.mu.Unlock()
+	if f != nil {
+		f()
+	}
 }
 
 func (s *simProcess) Signal(sig syscall.Signal) error {
@@ -607,7 +685,6 @@ func (s *simProcess) Signal(sig syscall.Signal) error {
 			// Stopped before it started: its command never ran; it ends as a process killed
 			// by the signal.
 			s.begin = nil
-			s.timer.Stop()
 			s.mu.Unlock()
 			s.end(Exit{Code: 128 + int32(sig), At: time.Now()})
 			close(s.ready)
