@@ -376,3 +376,52 @@ func TestSimulatedImageBehaviour(t *testing.T) {
 		t.Fatalf("exit %d %q, want 3 Error", st.ExitCode, st.Reason)
 	}
 }
+
+// Every image of the example catalog starts, and the scripted ones end as their behaviour says.
+func TestExampleCatalogImagesRun(t *testing.T) {
+	cat, err := images.LoadCatalog("../../examples/cri/image-catalog.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := images.NewService(images.Options{Catalog: cat, FSPath: t.TempDir()})
+	s, err := New(Options{RootDir: t.TempDir(), Images: img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	ctx := context.Background()
+	pod, logDir := simPodRun(t, s, "catalog")
+	exits := map[string]int32{"registry.example.com/tools/flaky-job:1.0": 3, "registry.example.com/broken/app:0.1": 2}
+	for _, ci := range cat.Images() {
+		if !strings.HasPrefix(ci.Repositories[0], "registry.example.com/") {
+			continue // the built-in images
+		}
+		ref := ci.Repositories[0] + ":" + ci.Tags[0]
+		t.Run(ref, func(t *testing.T) {
+			if _, err := img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}}); err != nil {
+				t.Fatal(err)
+			}
+			cfg := containerConfig(strings.NewReplacer("/", "-", ":", "-", ".", "-").Replace(ref))
+			cfg.Image = &runtimeapi.ImageSpec{Image: ref}
+			cfg.Command = nil
+			resp, err := s.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: cfg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			startContainer(t, s, resp.ContainerId)
+			if want, ok := exits[ref]; ok {
+				if st := waitExited(t, s, resp.ContainerId); st.ExitCode != want {
+					t.Fatalf("exit %d, want %d", st.ExitCode, want)
+				}
+				return
+			}
+			if _, err := execSync(t, s, resp.ContainerId, 5, "true"); err != nil {
+				t.Fatalf("exec in a running container: %v", err)
+			}
+		})
+	}
+	b, _ := os.ReadFile(filepath.Join(logDir, "registry-example-com-shop-worker-2", "0.log"))
+	if !strings.Contains(string(b), "queue=orders") || !strings.Contains(string(b), "uid=1500(worker)") {
+		t.Fatalf("worker log:\n%s", b)
+	}
+}
