@@ -418,6 +418,11 @@ func TestExampleCatalogImagesRun(t *testing.T) {
 			if _, err := execSync(t, s, resp.ContainerId, 5, "true"); err != nil {
 				t.Fatalf("exec in a running container: %v", err)
 			}
+			time.Sleep(100 * time.Millisecond) // still running a moment later (nginx binds, jobs wait)
+			if st := containerState(t, s, resp.ContainerId); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+				b, _ := os.ReadFile(filepath.Join(logDir, cfg.LogPath))
+				t.Fatalf("%v (exit %d); log:\n%s", st.State, st.ExitCode, b)
+			}
 		})
 	}
 	b, _ := os.ReadFile(filepath.Join(logDir, "registry-example-com-shop-worker-2", "0.log"))
