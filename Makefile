@@ -69,7 +69,7 @@ vet:
 test: deps build tools fmt-check vet ## gofmt check, go vet, and go test -race ./... (root-only tests skip when not root)
 	$(GO) test $(TEST_FLAGS) ./...
 
-e2e: e2e-cri e2e-cni e2e-csi e2e-harness ## every end-to-end suite against the real clients (critest, csi-sanity, cnitool, portmap)
+e2e: e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet ## every end-to-end suite against the real clients (critest, csi-sanity, cnitool, portmap, kubelet)
 
 e2e-cri: deps build tools ## critest and crictl against cri-fake
 	$(GO) test -tags e2e $(E2E_FLAGS) ./cri-fake/e2e/

