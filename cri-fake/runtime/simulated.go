@@ -25,10 +25,13 @@ import (
 // output in the CRI log at log_path, exec and attach sessions, and its own exit code.
 //
 // Costs are kept to what a container uses: the image content is built once per image and shared;
-// the file system view is built once at CreateContainer and reused by StartContainer; the log
-// file is created when the process first writes (creating a file costs more than a whole pod
-// lifecycle of bookkeeping on a slow disk; ReopenContainerLog creates it for a silent container);
-// no pause process runs unless a container shares the pod's PID namespace.
+// a container's file system view is built once (at CreateContainer when that can fail, else when
+// the process starts); the process starts StartLatency after StartContainer, so a container
+// stopped at once costs no simulation; the log file is created at StartContainer only when its
+// directory exists, else at the first output (see Start); no pause process runs unless a
+// container shares the pod's PID namespace; the process reports its own exit.
+//
+// The lock order is Simulated.mu, then simPod.mu; simProcess.mu is never held with either.
 type Simulated struct {
 	// Logf reports problems that fail nothing (a log file that cannot be written).
 	Logf func(format string, args ...any)
@@ -54,7 +57,13 @@ const DefaultStartLatency = 10 * time.Millisecond
 
 // NewSimulated returns the process-simulation launcher.
 func NewSimulated() *Simulated {
-	return &Simulated{StartLatency: DefaultStartLatency, layers: map[string]*process.Layer{}, specs: map[string]process.Spec{}, lookups: map[string]error{}, pods: map[string]*simPod{}}
+	return &Simulated{
+		StartLatency: DefaultStartLatency,
+		layers:       map[string]*process.Layer{},
+		specs:        map[string]process.Spec{},
+		lookups:      map[string]error{},
+		pods:         map[string]*simPod{},
+	}
 }
 
 // simPod is what the containers of one sandbox share: the PID namespace (mode POD, with the
