@@ -430,3 +430,34 @@ func TestExampleCatalogImagesRun(t *testing.T) {
 		t.Fatalf("worker log:\n%s", b)
 	}
 }
+
+// A process that ends by itself is reported as a STOPPED event carrying its exit.
+func TestSimulatedExitEvent(t *testing.T) {
+	s := newService(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := &eventStream{ctx: ctx, ch: make(chan *runtimeapi.ContainerEventResponse, 100)}
+	go s.GetContainerEvents(&runtimeapi.GetEventsRequest{}, st)
+	for s.events.n.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	pod, _ := simPodRun(t, s, "ev")
+	id := runCmd(t, s, pod, "job", "sh", "-c", "exit 7")
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-st.ch:
+			if ev.ContainerId != id || ev.ContainerEventType != runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT {
+				continue
+			}
+			for _, cs := range ev.ContainersStatuses {
+				if cs.Id == id && cs.State == runtimeapi.ContainerState_CONTAINER_EXITED && cs.ExitCode == 7 && cs.Reason == "Error" {
+					return
+				}
+			}
+			t.Fatalf("STOPPED event without the exit: %v", ev.ContainersStatuses)
+		case <-deadline:
+			t.Fatal("no STOPPED event for a container that exited by itself")
+		}
+	}
+}
