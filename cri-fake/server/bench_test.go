@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crifake "k8s.io/cri-client/pkg/fake"
 
+	criruntime "github.com/plugsim/plugsim/cri-fake/runtime"
 	"github.com/plugsim/plugsim/internal/endpoint"
 )
 
@@ -89,6 +90,65 @@ func BenchmarkPodLifecycle(b *testing.B) {
 		"cri-fake/upstream-fake = %.2fx (target <= 1.00x), cri-fake/floor = %.2fx (target <= 1.15x)\n",
 		rounds, perRound, med["cri-fake"]/1e3, med["cri-client-fake"]/1e3, med["floor"]/1e3,
 		med["cri-fake"]/med["cri-client-fake"], med["cri-fake"]/med["floor"])
+}
+
+// BenchmarkProcessSimulationCost is the same pod lifecycle against cri-fake with the process
+// simulation (the default launcher) and with runtime.UntilStopped (silent containers that end
+// when signalled), interleaved in one run: what simulating the container's process costs a
+// kubelet-style lifecycle over the socket.
+func BenchmarkProcessSimulationCost(b *testing.B) {
+	launchers := []struct {
+		name string
+		opts Options
+	}{
+		{"simulated", Options{}},
+		{"until-stopped", Options{Launcher: criruntime.UntilStopped{}}},
+	}
+	ctx := context.Background()
+	type client struct {
+		rt      runtimeapi.RuntimeServiceClient
+		logRoot string
+		next    int
+	}
+	clients := map[string]*client{}
+	for _, l := range launchers {
+		s, err := Start(l.opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		conn := dial(b, s.Endpoint())
+		if _, err := runtimeapi.NewImageServiceClient(conn).PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: benchImage}}); err != nil {
+			b.Fatal(err)
+		}
+		clients[l.name] = &client{rt: runtimeapi.NewRuntimeServiceClient(conn), logRoot: b.TempDir()}
+	}
+	const rounds, perRound = 25, 100
+	times := map[string][]float64{}
+	b.ResetTimer()
+	for range b.N {
+		for range rounds {
+			for _, l := range launchers {
+				c := clients[l.name]
+				start := time.Now()
+				for range perRound {
+					if err := lifecycle(ctx, c.rt, c.logRoot, c.next); err != nil {
+						b.Fatal(err)
+					}
+					c.next++
+				}
+				times[l.name] = append(times[l.name], float64(time.Since(start).Nanoseconds())/perRound)
+			}
+		}
+	}
+	med := map[string]float64{}
+	for name, ts := range times {
+		sort.Float64s(ts)
+		med[name] = ts[len(ts)/2]
+	}
+	b.ReportMetric(med["simulated"]/med["until-stopped"], "simulated/until-stopped")
+	fmt.Printf("pod lifecycle (median of %d interleaved rounds of %d): simulated processes %.1fµs, until-stopped %.1fµs: %.2fx\n",
+		len(times["simulated"]), perRound, med["simulated"]/1e3, med["until-stopped"]/1e3, med["simulated"]/med["until-stopped"])
 }
 
 const benchImage = "registry.k8s.io/e2e-test-images/busybox:1.29-2"
