@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -84,6 +85,16 @@ func startFakeWrapped(t *testing.T, wrap []string, flags ...string) *fake {
 		}
 		if t.Failed() {
 			t.Logf("cri-fake log:\n%s", f.log)
+		}
+		// With --netns=real, a pod a client left behind keeps its namespace bind-mounted under
+		// the root dir, which would keep the test's temp dir from being removed.
+		if ents, err := os.ReadDir(filepath.Join(dir, "root", "netns")); err == nil {
+			for _, e := range ents {
+				p := filepath.Join(dir, "root", "netns", e.Name())
+				if err := syscall.Unmount(p, syscall.MNT_DETACH); err == nil {
+					t.Logf("unmounted the network namespace of a pod left running: %s", p)
+				}
+			}
 		}
 	})
 	sock := strings.TrimPrefix(f.endpoint, "unix://")
