@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -280,6 +281,13 @@ func Start(opts Options) (_ *Server, retErr error) {
 			grpc.ChainUnaryInterceptor(s.rec.UnaryServerInterceptor(boundary), s.faults.UnaryServerInterceptor()),
 			grpc.ChainStreamInterceptor(s.rec.StreamServerInterceptor(boundary), s.faults.StreamServerInterceptor()),
 			grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20),
+			// Calls run on a few long-lived worker goroutines instead of a new goroutine per
+			// call, whose stack would grow (and be copied) through the interceptors and the
+			// handler on every call: about a tenth of a kubelet-style pod lifecycle over the
+			// socket (BenchmarkPodLifecycle, A/B interleaved). When every worker is busy (a
+			// GetContainerEvents stream holds one for its whole life), gRPC starts a goroutine
+			// for the call as it does without workers.
+			grpc.NumStreamWorkers(uint32(max(4, goruntime.GOMAXPROCS(0)))),
 		)
 	}
 	l := opts.Listener
