@@ -90,8 +90,23 @@ func (r *Recorder) Record(ev Event) {
 	r.seq++
 	ev.Seq = r.seq
 	if r.w != nil || len(r.subs) > 0 {
-		ev.Render()
+		ev = r.publishLocked(ev)
 	}
+	if len(r.ring) == 0 {
+		return
+	}
+	r.ring[r.next] = ev
+	r.next++
+	if r.next == len(r.ring) {
+		r.next, r.full = 0, true
+	}
+}
+
+// publishLocked renders ev and hands it to the trace file and the subscribers; it returns the
+// rendered event. It is apart from Record so that only this path moves the event to the heap
+// (json.Marshal takes its address): recording into the ring alone allocates nothing.
+func (r *Recorder) publishLocked(ev Event) Event {
+	ev.Render()
 	if r.w != nil {
 		// One JSON line per event, flushed at once, so a reader of the file (the harness, a
 		// `tail -f`) sees each call as soon as it has finished.
@@ -107,14 +122,7 @@ func (r *Recorder) Record(ev Event) {
 		default: // a slow subscriber misses events rather than stalling the server
 		}
 	}
-	if len(r.ring) == 0 {
-		return
-	}
-	r.ring[r.next] = ev
-	r.next++
-	if r.next == len(r.ring) {
-		r.next, r.full = 0, true
-	}
+	return ev
 }
 
 // Events returns the events in the ring, oldest first, rendered.
