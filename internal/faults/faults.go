@@ -371,6 +371,10 @@ func ProtoFields(m proto.Message) Fields {
 // UnaryServerInterceptor applies the set's rules to every unary gRPC call before its handler runs.
 func (s *Set) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if s == nil || s.n.Load() == 0 {
+			// No rules (the usual case): skip building the field lookup, which allocates.
+			return handler(ctx, req)
+		}
 		m, _ := req.(proto.Message)
 		if f, ok := s.Check(info.FullMethod, ProtoFields(m)); ok {
 			if err := f.Wait(ctx); err != nil {
