@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugsim/plugsim/internal/testbin"
+
 	"github.com/containernetworking/cni/libcni"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/plugins/pkg/ns"
@@ -37,15 +39,7 @@ const (
 // binDir is $PLUGSIM_BIN with every tool the suite needs, or the test fails.
 func binDir(t testing.TB) string {
 	t.Helper()
-	d := os.Getenv("PLUGSIM_BIN")
-	if d == "" {
-		t.Fatal("PLUGSIM_BIN is not set: run the suite with `make e2e-cni`, which builds the tools and cni-fake")
-	}
-	for _, tool := range []string{"cni-fake", "portmap", "host-local", "cnitool"} {
-		if fi, err := os.Stat(filepath.Join(d, tool)); err != nil || fi.Mode()&0o111 == 0 {
-			t.Fatalf("%s missing from %s: run `make build tools`", tool, d)
-		}
-	}
+	d := testbin.Dir(t, "cni-fake", "portmap", "host-local", "cnitool")
 	if _, err := exec.LookPath("iptables"); err != nil {
 		t.Fatal("iptables not found: portmap needs it (`make deps` installs it)")
 	}

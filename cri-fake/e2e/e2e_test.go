@@ -20,20 +20,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plugsim/plugsim/internal/testbin"
 )
 
-func tool(t *testing.T, name string) string {
-	t.Helper()
-	dir := os.Getenv("PLUGSIM_BIN")
-	if dir == "" {
-		t.Fatalf("PLUGSIM_BIN is not set: run `make e2e-cri` (it builds bin/%s)", name)
-	}
-	p := filepath.Join(dir, name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is missing: run `make build tools` first (%v)", p, err)
-	}
-	return p
-}
+// tool returns $PLUGSIM_BIN/name, failing the test when it is missing.
+func tool(t *testing.T, name string) string { t.Helper(); return testbin.Path(t, name) }
 
 // fake is a running cri-fake process.
 type fake struct {

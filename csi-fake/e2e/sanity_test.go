@@ -21,23 +21,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plugsim/plugsim/internal/testbin"
 )
 
-// tool returns $PLUGSIM_BIN/name. Under the e2e tag a missing tool is a failure, not a skip:
-// a suite that silently tests nothing is worse than a red one.
-func tool(t testing.TB, name string) string {
-	t.Helper()
-	dir := os.Getenv("PLUGSIM_BIN")
-	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "bin")
-	}
-	p := filepath.Join(dir, name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s not found (%v): run `make build tools` (or `make e2e-csi`, which does)", p, err)
-	}
-	return p
-}
+// tool returns $PLUGSIM_BIN/name, failing the test when it is missing.
+func tool(t testing.TB, name string) string { t.Helper(); return testbin.Path(t, name) }
 
 // mutableParameters is the example file the README documents.
 func mutableParameters(t testing.TB) string {

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugsim/plugsim/internal/testbin"
+
 	"github.com/containernetworking/plugins/pkg/ns"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
@@ -52,16 +54,7 @@ type proc struct {
 const nodeAddr = "192.0.2.10"
 
 func binDir(t testing.TB) string {
-	dir := os.Getenv("PLUGSIM_BIN")
-	if dir == "" {
-		t.Fatal("PLUGSIM_BIN is not set: run this suite with `make e2e-kubelet`")
-	}
-	for _, b := range []string{"kubelet", "cri-fake", "cni-fake", "csi-fake", "portmap"} {
-		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			t.Fatalf("%s/%s is missing: run `make build tools kubelet`", dir, b)
-		}
-	}
-	return dir
+	return testbin.Dir(t, "kubelet", "cri-fake", "cni-fake", "csi-fake", "portmap", "crictl", "harness")
 }
 
 func run(t testing.TB, name string, args ...string) string {

@@ -16,21 +16,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plugsim/plugsim/internal/testbin"
 )
 
 // tool returns $PLUGSIM_BIN/name, failing the test when it is missing.
-func tool(t *testing.T, name string) string {
-	t.Helper()
-	dir := os.Getenv("PLUGSIM_BIN")
-	if dir == "" {
-		t.Fatalf("PLUGSIM_BIN is not set: run this suite with `make e2e-harness`")
-	}
-	p := filepath.Join(dir, name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is missing (make build tools): %v", p, err)
-	}
-	return p
-}
+func tool(t *testing.T, name string) string { t.Helper(); return testbin.Path(t, name) }
 
 // repoRoot is two levels up from harness/e2e.
 func repoRoot(t *testing.T) string {
