@@ -105,6 +105,12 @@ func (s *Store) Get(nameOrID string) (Image, bool) {
 	if img, ok := s.byID["sha256:"+nameOrID]; ok {
 		return img.copy(), true
 	}
+	if id, ok := s.byRef[nameOrID]; ok {
+		// Already a normalised reference (a key is what ParseReference makes of it, and
+		// normalising is idempotent): the kubelet's and critest's usual form, found without
+		// parsing.
+		return s.byID[id].copy(), true
+	}
 	if ref, err := ParseReference(nameOrID); err == nil {
 		key := ref.Tagged()
 		if ref.Digest != "" {
