@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -457,6 +458,13 @@ func (l *Simulated) Start(ctx context.Context, ps ProcessSpec) (Process, error) 
 // schedule has the starter goroutine start sp at the given time. One goroutine sleeping until
 // the next start costs less than a timer per container: on a node churning through pods most
 // containers are stopped before their start time and cost nothing more.
+//
+// Arming a timer (a sleep, time.AfterFunc, a Reset) when none is due earlier wakes a thread of
+// the Go scheduler, so schedule arms none while the starter already sleeps (every later start
+// is due after the one it waits for), and the starter passes over the processes that were
+// stopped or used meanwhile without sleeping until their time: a node churning through pods
+// faster than the start latency wakes the starter about once per latency, not once per
+// container.
 func (l *Simulated) schedule(sp *simProcess, at time.Time) {
 	sp.startAt = at
 	l.mu.Lock()
@@ -479,6 +487,13 @@ func (l *Simulated) startPending() {
 			return
 		}
 		next := l.pending[0]
+		if next.settled.Load() {
+			// Stopped before its start, or started by an exec or attach: nothing to do.
+			l.pending[0] = nil
+			l.pending = l.pending[1:]
+			l.mu.Unlock()
+			continue
+		}
 		if wait := time.Until(next.startAt); wait > 0 {
 			l.mu.Unlock()
 			time.Sleep(wait)
@@ -525,6 +540,7 @@ func (s *simProcess) materialise() error {
 	s.mu.Lock()
 	begin := s.begin
 	s.begin = nil
+	s.settled.Store(true)
 	s.mu.Unlock()
 	if begin == nil {
 		<-s.ready
@@ -652,6 +668,7 @@ type simProcess struct {
 	mu      sync.Mutex
 	begin   func() error // starts the process; nil once started (or abandoned)
 	startAt time.Time    // when the starter starts it
+	settled atomic.Bool  // begin was taken (started or abandoned): the starter skips it
 
 	ready    chan struct{} // p or startErr is set (p stays nil for a process killed before it ran)
 	p        *process.Process
@@ -694,6 +711,7 @@ func (s *simProcess) Signal(sig syscall.Signal) error {
 			// Stopped before it started: its command never ran; it ends as a process killed
 			// by the signal.
 			s.begin = nil
+			s.settled.Store(true)
 			s.mu.Unlock()
 			s.end(Exit{Code: 128 + int32(sig), At: time.Now()})
 			close(s.ready)

@@ -461,3 +461,40 @@ func TestSimulatedExitEvent(t *testing.T) {
 		}
 	}
 }
+
+// Containers stopped before their start latency is up are passed over by the starter, and the
+// ones scheduled after them still start on their own (nothing uses them to force a start) and
+// run their command; the stopped ones end as killed before their command ran.
+func TestSimulatedStarterSkipsStopped(t *testing.T) {
+	s := newService(t, func(o *Options) {
+		l := NewSimulated()
+		l.StartLatency = 200 * time.Millisecond // long enough to stop the first ones before it
+		o.Launcher = l
+	})
+	pod, logDir := simPodRun(t, s, "starter")
+	var stopped []string
+	for _, name := range []string{"a", "b"} {
+		stopped = append(stopped, runCmd(t, s, pod, name, "sh", "-c", "echo ran"))
+	}
+	live := runCmd(t, s, pod, "c", "sh", "-c", "echo ran")
+	for _, id := range stopped {
+		if _, err := s.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 30}); err != nil {
+			t.Fatal(err)
+		}
+		if st := containerState(t, s, id); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 143 {
+			t.Fatalf("stopped before its start: got %v %d, want EXITED 143", st.State, st.ExitCode)
+		}
+	}
+	st := waitExited(t, s, live)
+	if st.ExitCode != 0 || st.Reason != "Completed" {
+		t.Fatalf("the container started after the stopped ones: got exit %d %q, want 0 Completed", st.ExitCode, st.Reason)
+	}
+	if b, err := os.ReadFile(filepath.Join(logDir, "c", "0.log")); err != nil || !bytes.Contains(b, []byte("stdout F ran")) {
+		t.Fatalf("log of the container that started: %q, %v", b, err)
+	}
+	for _, name := range []string{"a", "b"} {
+		if b, _ := os.ReadFile(filepath.Join(logDir, name, "0.log")); bytes.Contains(b, []byte("ran")) {
+			t.Fatalf("container %s stopped before its start ran its command: %q", name, b)
+		}
+	}
+}
