@@ -65,24 +65,41 @@ func appletCat(p *proc) int {
 	if err != nil {
 		return p.usage(err)
 	}
+	broken := false
+	st := p.eachInput(files, func(_ int, _ string, r io.Reader) bool {
+		if _, err := copyCtx(p, p.stdout, r); errors.Is(err, syscall.EPIPE) {
+			broken = true
+			return false
+		}
+		return true
+	})
+	if broken {
+		return 1
+	}
+	return st
+}
+
+// eachInput opens each operand in turn (none, or "-", is stdin), hands it to fn and closes it, the
+// way busybox's text applets walk their files: one that cannot be opened is reported as
+// "can't open 'f': reason" and makes the status 1, and the others are still read. fn returns false
+// to stop early (a broken pipe).
+func (p *proc) eachInput(files []string, fn func(i int, name string, r io.Reader) bool) int {
 	if len(files) == 0 {
 		files = []string{"-"}
 	}
 	st := 0
-	for _, f := range files {
+	for i, f := range files {
 		r, err := p.open(f)
 		if err != nil {
 			p.errorf("can't open '%s': %s", f, strerror(err))
 			st = 1
 			continue
 		}
-		if _, err := copyCtx(p, p.stdout, r); err != nil && !errors.Is(err, io.EOF) {
-			if errors.Is(err, syscall.EPIPE) {
-				r.Close()
-				return 1
-			}
-		}
+		more := fn(i, f, r)
 		r.Close()
+		if !more {
+			break
+		}
 	}
 	return st
 }
@@ -623,23 +640,12 @@ func appletRealpath(p *proc) int {
 
 func appletMd5sum(p *proc) int {
 	_, files, _ := flags(p.args[1:], "")
-	if len(files) == 0 {
-		files = []string{"-"}
-	}
-	st := 0
-	for _, f := range files {
-		r, err := p.open(f)
-		if err != nil {
-			p.errorf("can't open '%s': %s", f, strerror(err))
-			st = 1
-			continue
-		}
+	return p.eachInput(files, func(_ int, f string, r io.Reader) bool {
 		h := md5.New()
 		io.Copy(h, r)
-		r.Close()
 		fmt.Fprintf(p.stdout, "%x  %s\n", h.Sum(nil), f)
-	}
-	return st
+		return true
+	})
 }
 
 func appletTee(p *proc) int {
@@ -662,22 +668,12 @@ func appletTee(p *proc) int {
 
 // readLines reads all operand files (or stdin) as lines, reporting missing files.
 func (p *proc) readAll(files []string) ([]byte, int) {
-	if len(files) == 0 {
-		files = []string{"-"}
-	}
 	var out []byte
-	st := 0
-	for _, f := range files {
-		r, err := p.open(f)
-		if err != nil {
-			p.errorf("can't open '%s': %s", f, strerror(err))
-			st = 1
-			continue
-		}
+	st := p.eachInput(files, func(_ int, _ string, r io.Reader) bool {
 		data, _ := io.ReadAll(r)
-		r.Close()
 		out = append(out, data...)
-	}
+		return true
+	})
 	return out, st
 }
 

@@ -56,6 +56,12 @@ func TestApplets(t *testing.T) {
 		{name: "wc -l", args: []string{"wc", "-l", "/etc/resolv.conf"}, stdout: "        3 /etc/resolv.conf\n"},
 		{name: "head -n", args: []string{"head", "-n", "1", "/etc/resolv.conf"}, stdout: "search ns.svc.cluster.local\n"},
 		{name: "tail -1", args: []string{"tail", "-1", "/etc/resolv.conf"}, stdout: "options ndots:5\n"},
+		// A file that cannot be opened is reported and the others are still read (busybox).
+		{name: "head missing then present", args: []string{"head", "-n", "1", "/nope", "/etc/resolv.conf"}, stdout: "\n==> /etc/resolv.conf <==\nsearch ns.svc.cluster.local\n", stderr: "head: can't open '/nope': No such file or directory\n", code: 1},
+		{name: "tail missing then present", args: []string{"tail", "-1", "/nope", "/etc/resolv.conf"}, stdout: "options ndots:5\n", stderr: "tail: can't open '/nope': No such file or directory\n", code: 1},
+		{name: "wc missing then present", args: []string{"wc", "-l", "/nope", "/etc/resolv.conf"}, stdout: "        3 /etc/resolv.conf\n        3 total\n", stderr: "wc: can't open '/nope': No such file or directory\n", code: 1},
+		{name: "md5sum missing", args: []string{"md5sum", "/nope"}, stderr: "md5sum: can't open '/nope': No such file or directory\n", code: 1},
+		{name: "sort missing then present", args: []string{"sort", "/nope", "/etc/hostname"}, stdout: "web-1\n", stderr: "sort: can't open '/nope': No such file or directory\n", code: 1},
 		{name: "date format", args: []string{"date", "+%Y"}, match: `^20\d\d\n$`},
 		{name: "sysctl", args: []string{"sysctl", "kernel.shm_rmid_forced"}, stdout: "kernel.shm_rmid_forced = 1\n"},
 		{name: "sysctl -n", args: []string{"sysctl", "-n", "net.core.somaxconn"}, stdout: "4096\n"},

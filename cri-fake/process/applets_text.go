@@ -376,25 +376,14 @@ func appletWc(p *proc) int {
 	if len(show) == 0 {
 		show = []byte("lwc")
 	}
-	names := files
-	if len(names) == 0 {
-		names = []string{"-"}
-	}
-	st := 0
 	var tl, tw, tc int
-	for _, f := range names {
-		r, err := p.open(f)
-		if err != nil {
-			p.errorf("can't open '%s': %s", f, strerror(err))
-			st = 1
-			continue
-		}
+	st := p.eachInput(files, func(_ int, f string, r io.Reader) bool {
 		data, _ := io.ReadAll(r)
-		r.Close()
 		l, w, c := bytes.Count(data, []byte("\n")), len(bytes.Fields(data)), len(data)
 		tl, tw, tc = tl+l, tw+w, tc+c
 		p.wcLine(show, l, w, c, f, len(files) > 0)
-	}
+		return true
+	})
 	if len(files) > 1 {
 		p.wcLine(show, tl, tw, tc, "total", true)
 	}
@@ -440,17 +429,7 @@ func appletHead(p *proc) int {
 	if v, ok := opts['n']; ok {
 		n, _ = strconv.Atoi(v)
 	}
-	if len(files) == 0 {
-		files = []string{"-"}
-	}
-	st := 0
-	for i, f := range files {
-		r, err := p.open(f)
-		if err != nil {
-			p.errorf("can't open '%s': %s", f, strerror(err))
-			st = 1
-			continue
-		}
+	return p.eachInput(files, func(i int, f string, r io.Reader) bool {
 		if len(files) > 1 {
 			if i > 0 {
 				fmt.Fprintln(p.stdout)
@@ -460,8 +439,7 @@ func appletHead(p *proc) int {
 		if c, ok := opts['c']; ok {
 			k, _ := strconv.Atoi(c)
 			io.CopyN(p.stdout, r, int64(k))
-			r.Close()
-			continue
+			return true
 		}
 		lr := lineReader{r}
 		for k := 0; k < n; k++ {
@@ -471,9 +449,8 @@ func appletHead(p *proc) int {
 				break
 			}
 		}
-		r.Close()
-	}
-	return st
+		return true
+	})
 }
 
 func appletTail(p *proc) int {
@@ -489,19 +466,8 @@ func appletTail(p *proc) int {
 		}
 		n, _ = strconv.Atoi(strings.TrimPrefix(v, "+"))
 	}
-	if len(files) == 0 {
-		files = []string{"-"}
-	}
-	st := 0
-	for _, f := range files {
-		r, err := p.open(f)
-		if err != nil {
-			p.errorf("can't open '%s': %s", f, strerror(err))
-			st = 1
-			continue
-		}
+	return p.eachInput(files, func(_ int, f string, r io.Reader) bool {
 		data, _ := io.ReadAll(r)
-		r.Close()
 		lines := strings.SplitAfter(string(data), "\n")
 		if len(lines) > 0 && lines[len(lines)-1] == "" {
 			lines = lines[:len(lines)-1]
@@ -523,7 +489,7 @@ func appletTail(p *proc) int {
 			for {
 				select {
 				case <-p.ctx().Done():
-					return st
+					return false
 				case <-time.After(200 * time.Millisecond):
 				}
 				data, err := p.c.fs.ReadFile(p.abs(f))
@@ -539,8 +505,8 @@ func appletTail(p *proc) int {
 				}
 			}
 		}
-	}
-	return st
+		return true
+	})
 }
 
 func appletTr(p *proc) int {
