@@ -454,17 +454,7 @@ func (s *shell) runCompound(c command, sio io3) int {
 				return st
 			}
 			st = s.runList(c.body, sio)
-			if s.brk > 0 {
-				s.brk--
-				return st
-			}
-			if s.cont > 0 {
-				s.cont--
-				if s.cont > 0 {
-					return st
-				}
-			}
-			if s.exitReq || s.retReq || s.p.t.ctx.Err() != nil {
+			if s.loopEnds() {
 				return st
 			}
 		}
@@ -486,17 +476,7 @@ func (s *shell) runCompound(c command, sio io3) int {
 		for _, it := range items {
 			s.setVar(c.name, it)
 			st = s.runList(c.body, sio)
-			if s.brk > 0 {
-				s.brk--
-				return st
-			}
-			if s.cont > 0 {
-				s.cont--
-				if s.cont > 0 {
-					return st
-				}
-			}
-			if s.exitReq || s.retReq || s.p.t.ctx.Err() != nil {
+			if s.loopEnds() {
 				return st
 			}
 		}
@@ -1375,4 +1355,21 @@ func (s *shell) interactive() int {
 	s.exitCode = st
 	s.runExitTrap(s.io)
 	return s.exitCode
+}
+
+// loopEnds applies what the loop body just asked for, after one pass of a while, until or for
+// loop: break (one level used up here), continue N (N > 1 ends this loop too), and exit, return or
+// the end of the process, which end every loop.
+func (s *shell) loopEnds() bool {
+	if s.brk > 0 {
+		s.brk--
+		return true
+	}
+	if s.cont > 0 {
+		s.cont--
+		if s.cont > 0 {
+			return true
+		}
+	}
+	return s.exitReq || s.retReq || s.p.t.ctx.Err() != nil
 }
