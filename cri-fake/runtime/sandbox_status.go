@@ -11,17 +11,17 @@ import (
 
 // PodSandboxStatus echoes what the kubelet relies on: metadata, labels, annotations, the
 // namespace options (a NODE network mode for host-network pods, or the kubelet recreates the
-// sandbox on every sync), the pod IPs, the runtime handler and created_at. The response also
-// carries the containers' statuses and a timestamp, which the kubelet's evented PLEG uses.
+// sandbox on every sync), the pod IPs, the runtime handler and created_at.
+//
+// Like containerd's, the response carries no containers_statuses and no timestamp: those are
+// for the kubelet's alpha evented PLEG, which, seeing timestamp 0, lists and inspects the
+// containers itself (kuberuntime GetPodStatus); GetContainerEvents carries the statuses.
 func (s *Service) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
 	sb, err := s.sandboxes.Get(req.GetPodSandboxId())
 	if err != nil {
 		return nil, storeError(err, "an error occurred when try to find sandbox: sandbox "+req.GetPodSandboxId())
 	}
-	resp := &runtimeapi.PodSandboxStatusResponse{Status: s.sandboxStatus(sb), Timestamp: s.now().UnixNano()}
-	for _, c := range s.containers.InSandbox(sb.ID) {
-		resp.ContainersStatuses = append(resp.ContainersStatuses, s.containerStatus(c))
-	}
+	resp := &runtimeapi.PodSandboxStatusResponse{Status: s.sandboxStatus(sb)}
 	if req.GetVerbose() {
 		info := map[string]any{
 			"runtimeHandler": sb.RuntimeHandler,

@@ -115,7 +115,12 @@ func TestPodSandboxStatusVerbose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Info["info"] == "" || resp.Timestamp == 0 || len(resp.ContainersStatuses) != 1 {
-		t.Fatalf("verbose status lacks info, timestamp or container statuses: %v", resp)
+	if resp.Info["info"] == "" {
+		t.Fatalf("verbose status lacks info: %v", resp)
+	}
+	// containerd's answer: no container statuses and no timestamp (the kubelet's evented PLEG
+	// then lists the containers itself).
+	if resp.Timestamp != 0 || len(resp.ContainersStatuses) != 0 {
+		t.Fatalf("status carries evented-PLEG fields containerd does not send: timestamp %d, %d container statuses", resp.Timestamp, len(resp.ContainersStatuses))
 	}
 }
