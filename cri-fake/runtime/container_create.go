@@ -84,6 +84,7 @@ func (s *Service) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 		ImageRef:   imageRef,
 		LogPath:    logPath,
 		CreatedAt:  s.now().UnixNano(),
+		User:       containerUser(cfg, img.Config),
 	}
 	if v, ok := s.launcher.(Validator); ok {
 		ps := ProcessSpec{ContainerID: id, SandboxID: sb.ID, Config: cfg, SandboxConfig: sb.Config, Image: img,

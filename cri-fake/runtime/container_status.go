@@ -6,6 +6,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/plugsim/plugsim/cri-fake/images"
 	"github.com/plugsim/plugsim/cri-fake/store"
 )
 
@@ -69,12 +70,24 @@ func (s *Service) containerStatus(c *store.Container) *runtimeapi.ContainerStatu
 }
 
 // containerUser is the identity the process runs as: the security context's run_as_user/group,
-// else the image's numeric user, else root.
+// else the image's numeric user, else root. It is worked out at CreateContainer; a container
+// restored from a state directory has it worked out again here.
 func (s *Service) containerUser(c *store.Container) *runtimeapi.ContainerUser {
-	sc := c.Config.GetLinux().GetSecurityContext()
-	var uid, gid int64
+	if c.User != nil {
+		return c.User
+	}
+	var ic *images.CatalogImage
 	if img, ok := s.images.Store().Get(c.ImageID); ok {
-		if u, ok := img.Config.UID(); ok {
+		ic = img.Config
+	}
+	return containerUser(c.Config, ic)
+}
+
+func containerUser(cfg *runtimeapi.ContainerConfig, ic *images.CatalogImage) *runtimeapi.ContainerUser {
+	sc := cfg.GetLinux().GetSecurityContext()
+	var uid, gid int64
+	if ic != nil {
+		if u, ok := ic.UID(); ok {
 			uid = u
 		}
 	}

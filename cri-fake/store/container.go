@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -27,6 +28,9 @@ type ContainerSpec struct {
 	// ImageName is what ContainerStatus.image.image shows: the first tag of the image, or the
 	// reference the container was created with.
 	ImageName string
+	// User is what ContainerStatus.user shows, fixed at creation; nil for a container restored
+	// from a state directory (the runtime works it out again).
+	User *runtimeapi.ContainerUser
 }
 
 // Container is a container: its spec and its guarded status.
@@ -200,7 +204,7 @@ func (c *Container) RestoreStatus(st ContainerStatus) {
 // ContainerName is the name containerd reserves for a container:
 // <container>_<pod>_<namespace>_<uid>_<attempt>.
 func ContainerName(c *runtimeapi.ContainerMetadata, s *runtimeapi.PodSandboxMetadata) string {
-	return fmt.Sprintf("%s_%s_%s_%s_%d", c.GetName(), s.GetName(), s.GetNamespace(), s.GetUid(), c.GetAttempt())
+	return c.GetName() + "_" + s.GetName() + "_" + s.GetNamespace() + "_" + s.GetUid() + "_" + strconv.FormatUint(uint64(c.GetAttempt()), 10)
 }
 
 // ContainerStore holds the containers.
