@@ -45,10 +45,25 @@ func NewLogWriter(path string) (*LogWriter, error) {
 	return w, nil
 }
 
+// OpenLogWriter opens (creating the file, appending) the log at path in a directory that
+// exists already; it fails with an error satisfying errors.Is(err, fs.ErrNotExist) when the
+// directory does not. It costs one system call where NewLogWriter costs three.
+func OpenLogWriter(path string) (*LogWriter, error) {
+	w := &LogWriter{path: path, now: time.Now}
+	if err := w.openFile(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
 func (w *LogWriter) open() error {
 	if err := os.MkdirAll(filepath.Dir(w.path), 0o755); err != nil {
 		return err
 	}
+	return w.openFile()
+}
+
+func (w *LogWriter) openFile() error {
 	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
 	if err != nil {
 		return err

@@ -1,6 +1,8 @@
 package process
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -109,5 +111,31 @@ func TestLogWriterWithProcess(t *testing.T) {
 	}
 	if !strings.Contains(string(data), " stdout F out\n") || !strings.Contains(string(data), " stderr F err\n") {
 		t.Errorf("log = %q", data)
+	}
+}
+
+// OpenLogWriter creates the file in a directory that exists, and makes no directory: where
+// there is none it fails with ErrNotExist and leaves nothing behind.
+func TestOpenLogWriterNeedsTheDirectory(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "pod", "ctr", "0.log")
+	if _, err := OpenLogWriter(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("OpenLogWriter in a missing directory: %v, want ErrNotExist", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pod")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a directory was made: %v", err)
+	}
+	path := filepath.Join(dir, "0.log")
+	w, err := OpenLogWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+		t.Fatalf("log file after open: %v, %v; want an empty file", fi, err)
+	}
+	w.Stream(Stdout).Write([]byte("hello\n"))
+	if b, _ := os.ReadFile(path); !strings.HasSuffix(string(b), " stdout F hello\n") {
+		t.Errorf("log after one line: %q", b)
 	}
 }

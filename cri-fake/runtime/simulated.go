@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,7 +44,7 @@ type Simulated struct {
 	starter bool
 	layers  map[string]*process.Layer
 	specs   map[string]process.Spec // built at CreateContainer, for StartContainer
-	lookups map[string]error        // lookupKey → the executable lookup's result
+	lookups map[lookupKey]error     // the executable lookup's result
 	dnsOnce sync.Once
 	hostDNS *runtimeapi.DNSConfig
 	pods    map[string]*simPod
@@ -62,7 +61,7 @@ func NewSimulated() *Simulated {
 		StartLatency: DefaultStartLatency,
 		layers:       map[string]*process.Layer{},
 		specs:        map[string]process.Spec{},
-		lookups:      map[string]error{},
+		lookups:      map[lookupKey]error{},
 		pods:         map[string]*simPod{},
 	}
 }
@@ -162,54 +161,63 @@ func (l *Simulated) hostDNSConfig() *runtimeapi.DNSConfig {
 	return l.hostDNS
 }
 
-// cannotFail tells whether building a container's spec can fail: only a user name to look up, a
-// host path to find, or a catalog behaviour to parse can. When none is there, the file system
-// view is built only when the process really starts, and whether the command exists depends
-// only on the image, the command, PATH and the working directory (lookups are cached on those).
-func cannotFail(ps ProcessSpec) bool {
+// quickLookup tells whether building a container's spec can fail: only a user name to look
+// up, a host path to find, or a catalog behaviour to parse can. When none is there (ok), the file
+// system view is built only when the process really starts, and whether the command exists
+// depends only on what key holds (lookups are cached on it).
+func quickLookup(ps ProcessSpec) (key lookupKey, ok bool) {
 	c := ps.Image.Config
 	if c == nil || len(c.Behavior) > 0 || len(ps.Config.GetMounts()) > 0 ||
 		ps.Config.GetLinux().GetSecurityContext().GetRunAsUsername() != "" {
-		return false
+		return key, false
 	}
 	if c.User != "" {
 		u, g, _ := strings.Cut(c.User, ":")
 		if _, err := strconv.Atoi(u); err != nil {
-			return false
+			return key, false
 		}
 		if _, err := strconv.Atoi(g); g != "" && err != nil {
-			return false
+			return key, false
 		}
 	}
-	return len(process.Command(c.Entrypoint, c.Cmd, ps.Config.GetCommand(), ps.Config.GetArgs())) > 0
-}
-
-// lookupKey is what the result of an executable lookup depends on when cannotFail holds.
-func lookupKey(ps ProcessSpec) string {
-	c := ps.Image.Config
-	args := process.Command(c.Entrypoint, c.Cmd, ps.Config.GetCommand(), ps.Config.GetArgs())
-	path := ""
+	exe, ok := executable(c.Entrypoint, c.Cmd, ps.Config.GetCommand(), ps.Config.GetArgs())
+	if !ok {
+		return key, false
+	}
+	key = lookupKey{image: ps.Image.ID, exe: exe, workDir: ps.Config.GetWorkingDir()}
 	for _, e := range c.Env {
 		if v, ok := strings.CutPrefix(e, "PATH="); ok {
-			path = v
+			key.path = v
 		}
 	}
 	for _, kv := range ps.Config.GetEnvs() {
 		if kv.GetKey() == "PATH" {
-			path = string(kv.GetValue())
+			key.path = string(kv.GetValue())
 		}
 	}
-	wd := ps.Config.GetWorkingDir()
-	if wd == "" {
-		wd = c.WorkingDir
+	if key.workDir == "" {
+		key.workDir = c.WorkingDir
 	}
-	return ps.Image.ID + "\x00" + args[0] + "\x00" + path + "\x00" + wd
+	return key, true
+}
+
+// lookupKey is what the result of an executable lookup depends on when quickLookup says so.
+type lookupKey struct{ image, exe, path, workDir string }
+
+// executable is the first word of process.Command's result, without building the command.
+func executable(imageEntrypoint, imageCmd, command, args []string) (string, bool) {
+	for _, words := range [][]string{command, imageEntrypoint, args, imageCmd} {
+		if len(words) > 0 {
+			return words[0], true
+		}
+	}
+	return "", false
 }
 
 // Validate builds the container's spec at CreateContainer when that can fail (containerd reports
 // an unknown user or a missing host path there) and keeps it for StartContainer.
 func (l *Simulated) Validate(ps ProcessSpec) error {
-	if cannotFail(ps) {
+	if _, quick := quickLookup(ps); quick {
 		return nil
 	}
 	spec, err := l.spec(ps)
@@ -368,7 +376,8 @@ func (l *Simulated) Start(ctx context.Context, ps ProcessSpec) (Process, error) 
 	spec, built := l.specs[ps.ContainerID]
 	delete(l.specs, ps.ContainerID)
 	l.mu.Unlock()
-	if !built && !cannotFail(ps) {
+	key, quick := quickLookup(ps)
+	if !built && !quick {
 		// Restored after a cri-fake restart, or a launcher used without Validate.
 		var err error
 		if spec, err = l.spec(ps); err != nil {
@@ -381,7 +390,6 @@ func (l *Simulated) Start(ctx context.Context, ps ProcessSpec) (Process, error) 
 			return nil, startError(err)
 		}
 	} else {
-		key := lookupKey(ps)
 		l.mu.Lock()
 		lookErr, known := l.lookups[key]
 		l.mu.Unlock()
@@ -401,49 +409,26 @@ func (l *Simulated) Start(ctx context.Context, ps ProcessSpec) (Process, error) 
 		}
 	}
 
-	logs := &lazyLog{path: ps.LogPath, logf: l.logf}
+	sp := &simProcess{
+		l: l, ps: ps, unstarted: true,
+		logs:      lazyLog{path: ps.LogPath, logf: l.logf},
+		stdinOnce: ps.Config.GetStdinOnce(),
+		ready:     make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	if built {
+		sp.spec = &spec
+	}
 	if ps.LogPath != "" {
 		// containerd opens the log file at StartContainer, so a client can open it as soon as
 		// the call returns (critest does). The kubelet (and critest) create the log directory
 		// before CreateContainer; when nobody did, the directories and the file are made at
 		// the first output instead, which keeps creating them off the start path of clients
 		// that never read logs (making two directories and a file costs more than the
-		// runtime's bookkeeping for a whole pod lifecycle).
-		if _, err := os.Stat(filepath.Dir(ps.LogPath)); err == nil {
-			logs.mu.Lock()
-			logs.openLocked()
-			logs.mu.Unlock()
+		// runtime's bookkeeping for a whole pod lifecycle). One open tells which case this is.
+		if w, err := process.OpenLogWriter(ps.LogPath); err == nil {
+			sp.logs.w = w
 		}
-	}
-	sp := &simProcess{logs: logs, stdinOnce: ps.Config.GetStdinOnce(), ready: make(chan struct{}), done: make(chan struct{})}
-	sp.begin = func() error {
-		if !built {
-			var err error
-			if spec, err = l.spec(ps); err != nil {
-				return err
-			}
-		}
-		hostNetwork := ps.SandboxConfig.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
-		switch {
-		case ps.RealNetNS && ps.NetNS != "" && !hostNetwork:
-			spec.NetNS = ps.NetNS
-		case ps.RealNetNS:
-			// Host network with real namespaces: the servers listen in cri-fake's own
-			// namespace, which is the node's.
-		default:
-			spec.Listen = l.pod(ps.SandboxID).listen
-		}
-		pidns, err := l.pidNamespace(ps)
-		if err != nil {
-			return err
-		}
-		spec.PIDNamespace = pidns
-		cio := process.NewContainerIO(nil, ps.Config.GetStdin(), ps.Config.GetTty())
-		sp.cio = cio // before ready is closed, which publishes it
-		spec.Stdin = cio.Stdin()
-		spec.Stdout = tee{cio.Stdout(), logs.stream(process.Stdout)}
-		spec.Stderr = tee{cio.Stderr(), logs.stream(process.Stderr)}
-		return sp.run(spec)
 	}
 	if l.StartLatency <= 0 {
 		if err := sp.materialise(); err != nil {
@@ -534,19 +519,55 @@ func (s *simProcess) run(spec process.Spec) error {
 	return nil
 }
 
+// begin starts the process: it builds the spec when Start did not need to, and wires the
+// process to the pod (network, PID namespace) and to the log and attach sessions.
+func (s *simProcess) begin() error {
+	l, ps := s.l, s.ps
+	var spec process.Spec
+	if s.spec != nil {
+		spec = *s.spec
+	} else {
+		var err error
+		if spec, err = l.spec(ps); err != nil {
+			return err
+		}
+	}
+	hostNetwork := ps.SandboxConfig.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
+	switch {
+	case ps.RealNetNS && ps.NetNS != "" && !hostNetwork:
+		spec.NetNS = ps.NetNS
+	case ps.RealNetNS:
+		// Host network with real namespaces: the servers listen in cri-fake's own
+		// namespace, which is the node's.
+	default:
+		spec.Listen = l.pod(ps.SandboxID).listen
+	}
+	pidns, err := l.pidNamespace(ps)
+	if err != nil {
+		return err
+	}
+	spec.PIDNamespace = pidns
+	cio := process.NewContainerIO(nil, ps.Config.GetStdin(), ps.Config.GetTty())
+	s.cio = cio // before ready is closed, which publishes it
+	spec.Stdin = cio.Stdin()
+	spec.Stdout = tee{cio.Stdout(), s.logs.stream(process.Stdout)}
+	spec.Stderr = tee{cio.Stderr(), s.logs.stream(process.Stderr)}
+	return s.run(spec)
+}
+
 // materialise starts the process now if it has not started yet, and waits until it has (or
 // failed to, or was killed before it could).
 func (s *simProcess) materialise() error {
 	s.mu.Lock()
-	begin := s.begin
-	s.begin = nil
+	unstarted := s.unstarted
+	s.unstarted = false
 	s.settled.Store(true)
 	s.mu.Unlock()
-	if begin == nil {
+	if !unstarted {
 		<-s.ready
 		return s.startErr
 	}
-	if err := begin(); err != nil {
+	if err := s.begin(); err != nil {
 		s.end(Exit{Code: 128, Reason: "StartError", Message: startError(err).Error(), At: time.Now()})
 		s.startErr = err
 		close(s.ready)
@@ -661,14 +682,17 @@ func (l *lazyLog) close() {
 
 // simProcess adapts a process.Process to the runtime's Process and its extensions.
 type simProcess struct {
+	l         *Simulated
+	ps        ProcessSpec
+	spec      *process.Spec        // built by Start, or nil: begin builds it
 	cio       *process.ContainerIO // made when the process starts
-	logs      *lazyLog
+	logs      lazyLog
 	stdinOnce bool
 
-	mu      sync.Mutex
-	begin   func() error // starts the process; nil once started (or abandoned)
-	startAt time.Time    // when the starter starts it
-	settled atomic.Bool  // begin was taken (started or abandoned): the starter skips it
+	mu        sync.Mutex
+	unstarted bool        // begin is still to be called (false once started or abandoned)
+	startAt   time.Time   // when the starter starts it
+	settled   atomic.Bool // unstarted was taken (started or abandoned): the starter skips it
 
 	ready    chan struct{} // p or startErr is set (p stays nil for a process killed before it ran)
 	p        *process.Process
@@ -707,10 +731,10 @@ func (s *simProcess) closeDone() {
 func (s *simProcess) Signal(sig syscall.Signal) error {
 	if sig == syscall.SIGTERM || sig == syscall.SIGKILL {
 		s.mu.Lock()
-		if s.begin != nil {
+		if s.unstarted {
 			// Stopped before it started: its command never ran; it ends as a process killed
 			// by the signal.
-			s.begin = nil
+			s.unstarted = false
 			s.settled.Store(true)
 			s.mu.Unlock()
 			s.end(Exit{Code: 128 + int32(sig), At: time.Now()})
