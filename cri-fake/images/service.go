@@ -4,6 +4,7 @@
 package images
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -79,8 +80,8 @@ func (s *Service) Pulls() []PullRecord {
 func toCRI(img Image) *runtimeapi.Image {
 	out := &runtimeapi.Image{
 		Id:          img.ID,
-		RepoTags:    img.RepoTags,
-		RepoDigests: img.RepoDigests,
+		RepoTags:    slices.Clone(img.RepoTags), // the caller may change its response
+		RepoDigests: slices.Clone(img.RepoDigests),
 		Size:        img.Config.Size,
 		Spec:        &runtimeapi.ImageSpec{Image: img.ID},
 		Pinned:      img.Pinned,

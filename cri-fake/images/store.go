@@ -58,7 +58,8 @@ func (s *Store) Add(cfg *CatalogImage, ref Reference) Image {
 func (s *Store) Restore(img Image) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := img.copy()
+	c := img
+	c.RepoTags, c.RepoDigests = slices.Clone(img.RepoTags), slices.Clone(img.RepoDigests)
 	s.byID[img.ID] = &c
 	for _, r := range img.RepoTags {
 		s.byRef[r] = img.ID
@@ -73,26 +74,26 @@ func (s *Store) dropRef(id, ref string) {
 	if img == nil {
 		return
 	}
-	img.RepoTags = slices.DeleteFunc(img.RepoTags, func(t string) bool { return t == ref })
+	img.RepoTags = slices.DeleteFunc(slices.Clone(img.RepoTags), func(t string) bool { return t == ref })
 	if len(img.RepoTags) == 0 && len(img.RepoDigests) == 0 {
 		delete(s.byID, id)
 	}
 }
 
+// insertSorted returns list with v inserted in order, in a new array (see copy).
 func insertSorted(list []string, v string) []string {
 	i := sort.SearchStrings(list, v)
 	if i < len(list) && list[i] == v {
 		return list
 	}
-	return slices.Insert(list, i, v)
+	return slices.Insert(slices.Clip(list), i, v)
 }
 
-func (img *Image) copy() Image {
-	c := *img
-	c.RepoTags = slices.Clone(img.RepoTags)
-	c.RepoDigests = slices.Clone(img.RepoDigests)
-	return c
-}
+// copy returns the image by value. Its RepoTags and RepoDigests are shared with the store, which
+// never changes them in place (a pull or a removal puts new slices in), so what Get and List
+// return stays as it was, and the kubelet's every CreateContainer, StartContainer and
+// ImageStatus costs no copy of them.
+func (img *Image) copy() Image { return *img }
 
 // Get finds an image by ID ("sha256:..."), by a unique ID prefix of at least 12 hex digits, or
 // by a tag or digest reference.
