@@ -1,7 +1,7 @@
 package store
 
 import (
-	"fmt"
+	"strconv"
 	"sync"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -80,7 +80,7 @@ func (s *Sandbox) RestoreStatus(st SandboxStatus) {
 // SandboxName is the name containerd reserves for a sandbox: two RunPodSandbox calls with the
 // same name, namespace, uid and attempt are the same pod and the second is refused.
 func SandboxName(m *runtimeapi.PodSandboxMetadata) string {
-	return fmt.Sprintf("%s_%s_%s_%d", m.GetName(), m.GetNamespace(), m.GetUid(), m.GetAttempt())
+	return m.GetName() + "_" + m.GetNamespace() + "_" + m.GetUid() + "_" + strconv.FormatUint(uint64(m.GetAttempt()), 10)
 }
 
 // SandboxStore holds the sandboxes.
