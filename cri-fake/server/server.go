@@ -278,7 +278,8 @@ func Start(opts Options) (_ *Server, retErr error) {
 	boundary := trace.Boundary{Interface: trace.CRI, Caller: caller, Callee: "cri-fake"}
 	newGRPC := func() *grpc.Server {
 		return grpc.NewServer(
-			grpc.ChainUnaryInterceptor(s.rec.UnaryServerInterceptor(boundary), s.faults.UnaryServerInterceptor()),
+			// The fault rules run inside the trace, so an injected fault is what the trace shows.
+			grpc.UnaryInterceptor(s.rec.UnaryServerInterceptorWith(boundary, s.faults.UnaryServerInterceptor())),
 			grpc.ChainStreamInterceptor(s.rec.StreamServerInterceptor(boundary), s.faults.StreamServerInterceptor()),
 			grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20),
 			// Calls run on a few long-lived worker goroutines instead of a new goroutine per

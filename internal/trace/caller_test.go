@@ -5,7 +5,10 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 func TestCallerMetadataNamesTheCaller(t *testing.T) {
@@ -18,5 +21,52 @@ func TestCallerMetadataNamesTheCaller(t *testing.T) {
 	evs := rec.Events()
 	if len(evs) != 2 || evs[0].Caller != "kubelet" || evs[1].Caller != "external-provisioner" {
 		t.Errorf("callers %q, %q; want kubelet (the boundary's) then external-provisioner (the client's)", evs[0].Caller, evs[1].Caller)
+	}
+}
+
+// Calls recorded by the interceptor and events recorded as such share one ring: they come back
+// in the order they finished, the oldest dropped first, each call with its method, code, error,
+// request and response, whatever the inner interceptor (fault rules) made of it.
+func TestRingMixesCallsAndEvents(t *testing.T) {
+	rec, _ := New(Options{Capacity: 3})
+	failing := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if info.FullMethod == "/runtime.v1.RuntimeService/StopPodSandbox" {
+			return nil, status.Error(codes.Unavailable, "injected")
+		}
+		return h(ctx, req)
+	}
+	ic := rec.UnaryServerInterceptorWith(Boundary{Interface: CRI, Caller: "kubelet", Callee: "cri-fake"}, failing)
+	h := func(ctx context.Context, req any) (any, error) {
+		return &runtimeapi.VersionResponse{RuntimeName: "cri-fake"}, nil
+	}
+	call := func(method string) {
+		ic(context.Background(), &runtimeapi.VersionRequest{Version: "v1"}, &grpc.UnaryServerInfo{FullMethod: "/runtime.v1.RuntimeService/" + method}, h)
+	}
+	call("Version") // dropped: the ring holds three
+	rec.Record(Event{Interface: CNI, Caller: "cri-fake", Callee: "net", Method: "ADD", Code: "OK"})
+	call("Version")
+	call("StopPodSandbox")
+	evs := rec.Events()
+	if len(evs) != 3 {
+		t.Fatalf("%d events, want 3: %+v", len(evs), evs)
+	}
+	if evs[0].Method != "ADD" || evs[1].Method != "Version" || evs[2].Method != "StopPodSandbox" {
+		t.Fatalf("methods %q %q %q, want ADD Version StopPodSandbox", evs[0].Method, evs[1].Method, evs[2].Method)
+	}
+	if !(evs[0].Seq < evs[1].Seq && evs[1].Seq < evs[2].Seq) || evs[0].Seq != 2 {
+		t.Errorf("sequence numbers %d %d %d, want 2 3 4", evs[0].Seq, evs[1].Seq, evs[2].Seq)
+	}
+	v := evs[1]
+	if v.Service != "runtime.v1.RuntimeService" || v.Code != "OK" || v.Caller != "kubelet" || v.Callee != "cri-fake" ||
+		string(v.Request) != `{"version":"v1"}` || string(v.Response) != `{"runtimeName":"cri-fake"}` || v.Time.IsZero() {
+		t.Errorf("Version call read back as %+v", v)
+	}
+	f := evs[2]
+	if f.Code != "Unavailable" || f.Error != "injected" || f.Response != nil {
+		t.Errorf("injected fault read back as code %q error %q response %s", f.Code, f.Error, f.Response)
+	}
+	// A second read gives the same events (rendered once, kept).
+	if again := rec.Events(); string(again[1].Request) != string(v.Request) || again[2].Seq != f.Seq {
+		t.Errorf("second read differs: %+v", again)
 	}
 }

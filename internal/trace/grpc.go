@@ -9,6 +9,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -29,12 +30,54 @@ type Boundary struct {
 // UnaryServerInterceptor records every unary call served. Requests and responses are rendered as
 // protojson, lazily, with secrets redacted (see Redact).
 func (r *Recorder) UnaryServerInterceptor(b Boundary) grpc.UnaryServerInterceptor {
+	return r.UnaryServerInterceptorWith(b, nil)
+}
+
+// UnaryServerInterceptorWith is UnaryServerInterceptor with inner, when not nil, run inside the
+// recording, so the trace shows what inner did (cri-fake passes its fault rules). Calling inner
+// from here instead of chaining the two with grpc.ChainUnaryInterceptor saves the closure gRPC's
+// chain allocates on every call.
+func (r *Recorder) UnaryServerInterceptorWith(b Boundary, in grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
+	bp := &b
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		start := time.Now()
-		resp, err := handler(ctx, req)
-		r.Record(callEvent(withCaller(ctx, b), info.FullMethod, start, req, resp, err))
+		var resp any
+		var err error
+		if in != nil {
+			resp, err = in(ctx, req, info, handler)
+		} else {
+			resp, err = handler(ctx, req)
+		}
+		r.recordCall(call{
+			b: bp, caller: callerOf(ctx), fullMethod: info.FullMethod,
+			start: start.UnixNano(), dur: int64(time.Since(start)),
+			code: status.Code(err), err: err, req: req, resp: resp,
+		})
 		return resp, err
 	}
+}
+
+// call is a served unary call as the interceptor saw it (see slot).
+type call struct {
+	b          *Boundary
+	caller     string // the client's own name (CallerMetadata), or "" for the boundary's
+	fullMethod string
+	seq        uint64
+	start, dur int64 // unix ns, ns
+	code       codes.Code
+	err        error
+	req, resp  any
+}
+
+// event turns the call into its Event, to be rendered lazily.
+func (c *call) event() Event {
+	b := *c.b
+	if c.caller != "" {
+		b.Caller = c.caller
+	}
+	ev := callEvent(b, c.fullMethod, time.Unix(0, c.start), c.req, c.resp, c.err)
+	ev.Seq, ev.DurationNS = c.seq, c.dur
+	return ev
 }
 
 // StreamServerInterceptor records every streaming call when it ends (GetContainerEvents, the
@@ -58,12 +101,20 @@ func (r *Recorder) StreamServerInterceptor(b Boundary) grpc.StreamServerIntercep
 const CallerMetadata = "plugsim-caller"
 
 func withCaller(ctx context.Context, b Boundary) Boundary {
-	// ValueFromIncomingContext, unlike FromIncomingContext, does not copy the whole metadata map
-	// on every call.
-	if v := metadata.ValueFromIncomingContext(ctx, CallerMetadata); len(v) > 0 && v[0] != "" {
-		b.Caller = v[0]
+	if c := callerOf(ctx); c != "" {
+		b.Caller = c
 	}
 	return b
+}
+
+// callerOf is the name the client gave itself in CallerMetadata, or "".
+func callerOf(ctx context.Context) string {
+	// ValueFromIncomingContext, unlike FromIncomingContext, does not copy the whole metadata map
+	// on every call.
+	if v := metadata.ValueFromIncomingContext(ctx, CallerMetadata); len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 type recordingStream struct {
