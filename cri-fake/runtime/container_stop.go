@@ -57,6 +57,11 @@ func (s *Service) stopContainer(ctx context.Context, c *store.Container, timeout
 	}
 	if timeout > 0 {
 		p.Signal(stopSignal(c))
+		select {
+		case <-exited(p):
+			return nil // ended on the signal: no timer to arm
+		default:
+		}
 		t := time.NewTimer(time.Duration(timeout) * time.Second)
 		select {
 		case <-exited(p):
