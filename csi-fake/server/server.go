@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 
@@ -238,8 +239,14 @@ func (s *Server) interceptors(iface string) grpc.ServerOption {
 		node := s.rec.UnaryServerInterceptor(trace.Boundary{Interface: iface, Caller: "kubelet", Callee: name})
 		return grpc.ChainUnaryInterceptor(node, s.logCalls, s.faults.UnaryServerInterceptor())
 	}
-	node := s.rec.UnaryServerInterceptor(trace.Boundary{Interface: iface, Caller: "kubelet", Callee: name})
-	ctrl := s.rec.UnaryServerInterceptor(trace.Boundary{Interface: iface, Caller: "csi-controller", Callee: name})
+	// Without call logging the fault rules run inside the trace interceptor itself, which saves
+	// the closure gRPC's interceptor chain allocates on every call.
+	var inner grpc.UnaryServerInterceptor
+	if !s.opts.LogCalls {
+		inner = s.faults.UnaryServerInterceptor()
+	}
+	node := s.rec.UnaryServerInterceptorWith(trace.Boundary{Interface: iface, Caller: "kubelet", Callee: name}, inner)
+	ctrl := s.rec.UnaryServerInterceptorWith(trace.Boundary{Interface: iface, Caller: "csi-controller", Callee: name}, inner)
 	byService := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if strings.HasPrefix(info.FullMethod, "/csi.v1.Node/") || strings.HasPrefix(info.FullMethod, "/csi.v1.Identity/") {
 			return node(ctx, req, info, h)
@@ -249,7 +256,7 @@ func (s *Server) interceptors(iface string) grpc.ServerOption {
 	if s.opts.LogCalls {
 		return grpc.ChainUnaryInterceptor(byService, s.logCalls, s.faults.UnaryServerInterceptor())
 	}
-	return grpc.ChainUnaryInterceptor(byService, s.faults.UnaryServerInterceptor())
+	return grpc.UnaryInterceptor(byService)
 }
 
 // logCalls logs each call (installed only when Options.LogCalls is set).
@@ -268,7 +275,11 @@ func (s *Server) serveCSI(ep string) error {
 	g := grpc.NewServer(s.interceptors(trace.CSI),
 		grpc.ChainStreamInterceptor(
 			s.rec.StreamServerInterceptor(trace.Boundary{Interface: trace.CSI, Caller: "backup-tool", Callee: "csi-fake"}),
-			s.faults.StreamServerInterceptor()))
+			s.faults.StreamServerInterceptor()),
+		// Calls run on a few long-lived worker goroutines instead of a new goroutine per call,
+		// whose stack would grow (and be copied) through the interceptors and the driver on
+		// every call, as cri-fake's server does; when all are busy gRPC starts a goroutine.
+		grpc.NumStreamWorkers(uint32(max(4, goruntime.GOMAXPROCS(0)))))
 	csi.RegisterIdentityServer(g, s.drv)
 	csi.RegisterControllerServer(g, s.drv)
 	csi.RegisterNodeServer(g, s.drv)
