@@ -77,7 +77,9 @@ func BenchmarkPodLifecycle(b *testing.B) {
 	// same round, so a drift slower than a round cancels out. The order of the servers
 	// rotates from round to round, because the server that runs right after another pays to
 	// bring its code and data back into the caches (about 1-2% of a round measured here).
-	const rounds, perRound = 60, 50
+	// Single rounds scatter widely (in an A/B of two identical cri-fakes with rounds of 25, the
+	// middle half of the per-round ratios spanned 0.80-1.20), hence 150 rounds.
+	const rounds, perRound = 150, 50
 	times := map[string][]float64{}
 	for r := range rounds {
 		for k := range servers {
