@@ -154,6 +154,17 @@ func Command(imageEntrypoint, imageCmd, command, args []string) []string {
 	return append(out, imageCmd...)
 }
 
+// Executable is the first word of what Command returns (false when that is empty), without
+// building the argv.
+func Executable(imageEntrypoint, imageCmd, command, args []string) (string, bool) {
+	for _, words := range [][]string{command, imageEntrypoint, args, imageCmd} {
+		if len(words) > 0 {
+			return words[0], true
+		}
+	}
+	return "", false
+}
+
 // GuessBase picks the base content for a command when the catalog does not
 // say: the program that the image runs decides (nginx, httpd, agnhost,
 // pause), anything else is busybox.

@@ -28,6 +28,14 @@ func TestCommand(t *testing.T) {
 		if got := strings.Join(Command(tc.entrypoint, tc.cmd, tc.command, tc.arg), " "); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
+		if exe, ok := Executable(tc.entrypoint, tc.cmd, tc.command, tc.arg); !ok || exe != strings.Fields(tc.want)[0] {
+			t.Errorf("%s: Executable %q, %v; want %q", tc.name, exe, ok, strings.Fields(tc.want)[0])
+		}
+	}
+	for _, tc := range [][4][]string{{}, {nil, {}, {}, nil}} {
+		if exe, ok := Executable(tc[0], tc[1], tc[2], tc[3]); ok || len(Command(tc[0], tc[1], tc[2], tc[3])) != 0 {
+			t.Errorf("no command: Executable %q, %v; want none", exe, ok)
+		}
 	}
 }
 

@@ -180,7 +180,7 @@ func quickLookup(ps ProcessSpec) (key lookupKey, ok bool) {
 			return key, false
 		}
 	}
-	exe, ok := executable(c.Entrypoint, c.Cmd, ps.Config.GetCommand(), ps.Config.GetArgs())
+	exe, ok := process.Executable(c.Entrypoint, c.Cmd, ps.Config.GetCommand(), ps.Config.GetArgs())
 	if !ok {
 		return key, false
 	}
@@ -203,16 +203,6 @@ func quickLookup(ps ProcessSpec) (key lookupKey, ok bool) {
 
 // lookupKey is what the result of an executable lookup depends on when quickLookup says so.
 type lookupKey struct{ image, exe, path, workDir string }
-
-// executable is the first word of process.Command's result, without building the command.
-func executable(imageEntrypoint, imageCmd, command, args []string) (string, bool) {
-	for _, words := range [][]string{command, imageEntrypoint, args, imageCmd} {
-		if len(words) > 0 {
-			return words[0], true
-		}
-	}
-	return "", false
-}
 
 // Validate builds the container's spec at CreateContainer when that can fail (containerd reports
 // an unknown user or a missing host path there) and keeps it for StartContainer.
@@ -417,7 +407,8 @@ func (l *Simulated) Start(ctx context.Context, ps ProcessSpec) (Process, error) 
 		done:      make(chan struct{}),
 	}
 	if built {
-		sp.spec = &spec
+		own := spec // a copy of its own, so that spec stays off the heap when not built
+		sp.spec = &own
 	}
 	if ps.LogPath != "" {
 		// containerd opens the log file at StartContainer, so a client can open it as soon as
