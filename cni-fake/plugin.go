@@ -17,7 +17,7 @@ import (
 
 	"github.com/plugsim/plugsim/cni-fake/ipam"
 	"github.com/plugsim/plugsim/cni-fake/link"
-	"github.com/plugsim/plugsim/internal/trace/event"
+	"github.com/plugsim/plugsim/harness/trace/event"
 )
 
 // Plugin-specific error codes (the spec reserves 0-99 for itself and gives 100+ to plugins).

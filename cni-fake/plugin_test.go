@@ -14,7 +14,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
 
-	"github.com/plugsim/plugsim/internal/trace"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 var allVersions = []string{"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}

@@ -16,7 +16,7 @@ import (
 	"github.com/plugsim/plugsim/harness/diagram"
 	"github.com/plugsim/plugsim/harness/replay"
 	"github.com/plugsim/plugsim/harness/scenario"
-	"github.com/plugsim/plugsim/internal/trace"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 // readTraces reads and merges JSON-lines trace files.

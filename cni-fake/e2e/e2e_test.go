@@ -28,7 +28,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 
 	"github.com/plugsim/plugsim/cni-fake/netnstest"
-	"github.com/plugsim/plugsim/internal/trace"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 const (

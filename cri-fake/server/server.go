@@ -29,10 +29,10 @@ import (
 	"github.com/plugsim/plugsim/cri-fake/network"
 	"github.com/plugsim/plugsim/cri-fake/runtime"
 	"github.com/plugsim/plugsim/cri-fake/store"
-	"github.com/plugsim/plugsim/internal/admin"
+	"github.com/plugsim/plugsim/harness/admin"
+	"github.com/plugsim/plugsim/harness/faults"
+	"github.com/plugsim/plugsim/harness/trace"
 	"github.com/plugsim/plugsim/internal/endpoint"
-	"github.com/plugsim/plugsim/internal/faults"
-	"github.com/plugsim/plugsim/internal/trace"
 )
 
 // Options configure a cri-fake server. The zero value is a working in-process server: a socket

@@ -17,8 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/plugsim/plugsim/internal/admin"
-	"github.com/plugsim/plugsim/internal/faults"
+	"github.com/plugsim/plugsim/harness/admin"
+	"github.com/plugsim/plugsim/harness/faults"
 )
 
 type clients struct {

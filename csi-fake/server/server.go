@@ -25,10 +25,10 @@ import (
 
 	"github.com/plugsim/plugsim/csi-fake/driver"
 	"github.com/plugsim/plugsim/csi-fake/state"
-	"github.com/plugsim/plugsim/internal/admin"
+	"github.com/plugsim/plugsim/harness/admin"
+	"github.com/plugsim/plugsim/harness/faults"
+	"github.com/plugsim/plugsim/harness/trace"
 	"github.com/plugsim/plugsim/internal/endpoint"
-	"github.com/plugsim/plugsim/internal/faults"
-	"github.com/plugsim/plugsim/internal/trace"
 )
 
 // DefaultPluginRegistryDir is where the kubelet's plugin watcher looks for registration sockets.

@@ -17,8 +17,8 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/plugsim/plugsim/csi-fake/state"
-	"github.com/plugsim/plugsim/internal/faults"
-	"github.com/plugsim/plugsim/internal/trace"
+	"github.com/plugsim/plugsim/harness/faults"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 const gib = int64(1) << 30

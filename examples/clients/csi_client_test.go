@@ -7,9 +7,9 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
+	"github.com/plugsim/plugsim/harness/faults"
+	"github.com/plugsim/plugsim/harness/trace"
 	"github.com/plugsim/plugsim/harness/wiring"
-	"github.com/plugsim/plugsim/internal/faults"
-	"github.com/plugsim/plugsim/internal/trace"
 )
 
 // CreateVolume times out once: the provisioner retries, and since CreateVolume is idempotent for

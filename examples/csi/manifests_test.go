@@ -19,7 +19,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/plugsim/plugsim/internal/faults"
+	"github.com/plugsim/plugsim/harness/faults"
 )
 
 const driverName = "csi.plugsim.dev"

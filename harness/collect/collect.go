@@ -13,8 +13,8 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/plugsim/plugsim/internal/admin"
-	"github.com/plugsim/plugsim/internal/trace"
+	"github.com/plugsim/plugsim/harness/admin"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 // Source yields the events recorded since its previous call.

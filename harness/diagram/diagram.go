@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plugsim/plugsim/internal/trace"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 // Section is a titled group of events: the calls one scenario step caused.

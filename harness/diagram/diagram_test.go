@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugsim/plugsim/internal/trace"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 var sample = []trace.Event{

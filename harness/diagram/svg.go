@@ -5,7 +5,7 @@ import (
 	"html"
 	"strings"
 
-	"github.com/plugsim/plugsim/internal/trace"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 // SVG geometry, in pixels.

@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/plugsim/plugsim/internal/trace"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 // Labels the kubelet puts on sandboxes and containers (pkg/kubelet/types/labels.go); PLEG groups

@@ -19,7 +19,7 @@ import (
 
 	"github.com/plugsim/plugsim/harness/call"
 	"github.com/plugsim/plugsim/harness/diagram"
-	"github.com/plugsim/plugsim/internal/trace"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 // Options shape the scenario.

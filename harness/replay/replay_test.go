@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/plugsim/plugsim/harness/scenario"
-	"github.com/plugsim/plugsim/internal/trace"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 func ev(seq uint64, iface, svc, method, req, resp, code string) trace.Event {

@@ -14,7 +14,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 
-	"github.com/plugsim/plugsim/internal/trace"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 // CNIEnv is where `interface: cni` steps find their network configuration and plugins: the

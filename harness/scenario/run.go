@@ -22,8 +22,8 @@ import (
 	"github.com/plugsim/plugsim/harness/call"
 	"github.com/plugsim/plugsim/harness/collect"
 	"github.com/plugsim/plugsim/harness/diagram"
-	"github.com/plugsim/plugsim/internal/faults"
-	"github.com/plugsim/plugsim/internal/trace"
+	"github.com/plugsim/plugsim/harness/faults"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 // FaultTarget adds and clears fault rules in one fake (in-process or through its admin socket).

@@ -39,7 +39,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/plugsim/plugsim/harness/call"
-	"github.com/plugsim/plugsim/internal/faults"
+	"github.com/plugsim/plugsim/harness/faults"
 )
 
 // Scenario is one parsed file.

@@ -17,8 +17,8 @@ import (
 
 	"github.com/plugsim/plugsim/harness/call"
 	"github.com/plugsim/plugsim/harness/collect"
-	"github.com/plugsim/plugsim/internal/faults"
-	"github.com/plugsim/plugsim/internal/trace"
+	"github.com/plugsim/plugsim/harness/faults"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 func TestParseErrorsPointAtLineAndField(t *testing.T) {

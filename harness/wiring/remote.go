@@ -8,10 +8,10 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/plugsim/plugsim/harness/admin"
 	"github.com/plugsim/plugsim/harness/call"
 	"github.com/plugsim/plugsim/harness/collect"
 	"github.com/plugsim/plugsim/harness/scenario"
-	"github.com/plugsim/plugsim/internal/admin"
 )
 
 // StateFile is where `harness up` describes the running node, for `harness down` and for

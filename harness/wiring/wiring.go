@@ -34,9 +34,9 @@ import (
 	csiserver "github.com/plugsim/plugsim/csi-fake/server"
 	"github.com/plugsim/plugsim/harness/call"
 	"github.com/plugsim/plugsim/harness/collect"
+	"github.com/plugsim/plugsim/harness/faults"
 	"github.com/plugsim/plugsim/harness/scenario"
-	"github.com/plugsim/plugsim/internal/faults"
-	"github.com/plugsim/plugsim/internal/trace"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 // Options choose what the node looks like.

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/plugsim/plugsim/internal/trace/event"
+	"github.com/plugsim/plugsim/harness/trace/event"
 )
 
 // Interface names used in Event.Interface.

@@ -23,9 +23,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plugsim/plugsim/harness/faults"
+	"github.com/plugsim/plugsim/harness/trace"
 	"github.com/plugsim/plugsim/internal/endpoint"
-	"github.com/plugsim/plugsim/internal/faults"
-	"github.com/plugsim/plugsim/internal/trace"
 	"sigs.k8s.io/yaml"
 )
 

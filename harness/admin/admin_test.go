@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugsim/plugsim/internal/faults"
-	"github.com/plugsim/plugsim/internal/trace"
+	"github.com/plugsim/plugsim/harness/faults"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 func start(t *testing.T) (*Client, *trace.Recorder, *faults.Set, string) {
