@@ -164,7 +164,10 @@ func TestStateDirSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctr, err := c.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod.PodSandboxId, Config: &runtimeapi.ContainerConfig{
-		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox"}, Labels: map[string]string{"l": "v"}}})
+		// A container meant to keep running runs sleep: busybox's default sh exits at once without
+		// stdin, as on containerd, so the status would depend on whether it had started yet.
+		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox"},
+		Command: []string{"sleep", "3600"}, Labels: map[string]string{"l": "v"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

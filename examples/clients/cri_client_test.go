@@ -99,7 +99,10 @@ func TestRunningContainersPerPod(t *testing.T) {
 				Config: &runtimeapi.ContainerConfig{
 					Metadata: &runtimeapi.ContainerMetadata{Name: string(rune('a' + i))},
 					Image:    &runtimeapi.ImageSpec{Image: img.ImageRef},
-					Labels:   map[string]string{"io.kubernetes.pod.uid": pod},
+					// Meant to keep running, so it runs sleep: busybox's default sh, as on
+					// containerd, exits at once without stdin.
+					Command: []string{"sleep", "3600"},
+					Labels:  map[string]string{"io.kubernetes.pod.uid": pod},
 				},
 			})
 			if err != nil {
