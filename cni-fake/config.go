@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/utils"
 
 	"github.com/plugsim/plugsim/cni-fake/ipam"
 )
@@ -22,6 +24,9 @@ const (
 	defaultDataDir = "/run/cni-fake"
 	defaultCaller  = "cri-fake"
 	defaultMTU     = 1500
+	// maxNetworkName bounds the network name, a directory name: Linux file names stop at 255
+	// bytes (NAME_MAX).
+	maxNetworkName = 255
 )
 
 // builtinIPAM names the built-in allocator in "ipam.type". Any other non-empty type is a delegated
@@ -118,8 +123,25 @@ func parseConfig(stdin []byte) (*NetConf, error) {
 	default:
 		return nil, configError("mode: %q is not a mode; use %q (default, no kernel changes) or %q (a real veth pair, needs root)", conf.Mode, modeFake, modeVeth)
 	}
+	// The network name is a directory name under dataDir. skel checks it with libcni's rule
+	// (utils.ValidateNetworkName: alphanumerics, then '_', '.', '-') before any verb; checked
+	// again here for callers that do not come through skel, and bounded, which the rule is not.
+	if err := utils.ValidateNetworkName(conf.Name); err != nil {
+		return nil, err
+	}
+	if len(conf.Name) > maxNetworkName {
+		return nil, configError("name: %d bytes; the network name is a directory name under dataDir, at most %d bytes", len(conf.Name), maxNetworkName)
+	}
 	if conf.DataDir == "" {
 		conf.DataDir = defaultDataDir
+	}
+	// cni-fake creates and writes these; relative, they would resolve against whatever working
+	// directory the runtime exec'd the plugin in.
+	if !filepath.IsAbs(conf.DataDir) {
+		return nil, configError("dataDir: %q is not an absolute path", conf.DataDir)
+	}
+	if conf.LogFile != "" && !filepath.IsAbs(conf.LogFile) {
+		return nil, configError("logFile: %q is not an absolute path", conf.LogFile)
 	}
 	if conf.MTU == 0 {
 		conf.MTU = defaultMTU

@@ -72,6 +72,7 @@ type call struct {
 	cmd, containerID, netns, ifName, args string
 	env                                   []string // extra KEY=VALUE
 	stdin                                 string
+	dir                                   string // working directory; "" is the test's
 }
 
 type outcome struct {
@@ -91,6 +92,7 @@ func run(t testing.TB, c call) outcome {
 	}
 	cmd.Env = append(cmd.Env, c.env...)
 	cmd.Stdin = strings.NewReader(c.stdin)
+	cmd.Dir = c.dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/utils"
 
 	"github.com/plugsim/plugsim/cni-fake/ipam"
 	"github.com/plugsim/plugsim/cni-fake/link"
@@ -43,6 +44,19 @@ type plugin struct {
 
 // setup parses what every verb needs. Errors are already CNI errors.
 func (p *plugin) setup(args *skel.CmdArgs) (*NetConf, cniArgs, error) {
+	// skel checks CNI_CONTAINERID and CNI_IFNAME with libcni's rules (utils.ValidateContainerID,
+	// ValidateInterfaceName; code 4) for the verbs that need them. They go into lease records,
+	// link names and aliases, so they are checked again here for any caller that bypasses skel.
+	if args.ContainerID != "" {
+		if err := utils.ValidateContainerID(args.ContainerID); err != nil {
+			return nil, cniArgs{}, err
+		}
+	}
+	if args.IfName != "" {
+		if err := utils.ValidateInterfaceName(args.IfName); err != nil {
+			return nil, cniArgs{}, err
+		}
+	}
 	conf, err := parseConfig(args.StdinData)
 	if err != nil {
 		return nil, cniArgs{}, err
@@ -139,6 +153,12 @@ func (p *plugin) log(cniErr *types.Error) {
 		_ = json.Unmarshal(p.stdin, &lc) // best effort: a malformed config still gets its error returned
 	}
 	if lc.LogFile == "" {
+		return
+	}
+	if !filepath.IsAbs(lc.LogFile) {
+		// A config that failed to parse may still name a logFile; parseConfig refuses relative
+		// ones, and so does this best-effort path.
+		fmt.Fprintf(os.Stderr, "cni-fake: logFile %q is not an absolute path; not logging\n", lc.LogFile)
 		return
 	}
 	ev := event.Event{

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -55,21 +56,43 @@ type Store struct {
 	size int64 // bytes in the file; it is never shrunk (see save)
 }
 
-// Open opens (creating it and its directory if needed) the lease file of network under dataDir.
+// Open opens (creating it and its directory if needed) the lease file of network under dataDir,
+// <dataDir>/<network>/leases.json. network must be one file name (the plugin checks it with the
+// CNI rules for network names first). The file is opened through an os.Root of dataDir, so a
+// symlink planted under dataDir (a leases.json pointing at another file) cannot make cni-fake
+// read or write anything outside it.
 func Open(dataDir, network string) (*Store, error) {
 	if dataDir == "" {
 		return nil, fmt.Errorf("%w: dataDir is empty", ErrStore)
 	}
-	path := filepath.Join(dataDir, network, StateFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if network == "" || network == "." || network == ".." || strings.ContainsRune(network, '/') {
+		return nil, fmt.Errorf("%w: network name %q is not a file name", ErrStore, network)
+	}
+	root, err := os.OpenRoot(dataDir)
 	if errors.Is(err, fs.ErrNotExist) { // first use: make the directory, once
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := os.MkdirAll(dataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrStore, err)
 		}
-		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		root, err = os.OpenRoot(dataDir)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	defer root.Close() // the lease file stays open without it
+	name := network + "/" + StateFile
+	f, err := root.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := root.Mkdir(network, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("%w: %v", ErrStore, err)
+		}
+		f, err = root.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrStore, filepath.Join(dataDir, name))
 	}
 	return &Store{f: f}, nil
 }

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"path/filepath"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -54,9 +55,9 @@ func (s *Service) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 			s.containers.Release(name)
 		}
 	}()
-	logPath := ""
-	if cfg.GetLogPath() != "" {
-		logPath = filepath.Join(sb.LogDirectory, cfg.GetLogPath())
+	logPath, err := containerLogPath(sb.LogDirectory, cfg.GetLogPath())
+	if err != nil {
+		return nil, err
 	}
 	imageRef := img.ID
 	if len(img.RepoDigests) > 0 {
@@ -98,6 +99,28 @@ func (s *Service) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	s.persistContainer(c)
 	s.emit(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, sb, c)
 	return &runtimeapi.CreateContainerResponse{ContainerId: id}, nil
+}
+
+// containerLogPath is the container's log file: the sandbox's log directory joined with the
+// config's log_path, which the CRI defines as relative to it ("containerName/Instance#.log").
+// containerd joins the two with filepath.Join and checks neither
+// (internal/cri/server/container_create.go), so a log_path with enough ".." lands anywhere on
+// the host, and it creates and appends to that file as root. cri-fake refuses exactly the
+// log_paths that leave the directory that way, and one naming the directory itself. Otherwise it
+// gives containerd's answer, so an absolute log_path lands inside the directory as Join makes it.
+func containerLogPath(dir, logPath string) (string, error) {
+	if logPath == "" {
+		return "", nil
+	}
+	if strings.IndexByte(logPath, 0) >= 0 {
+		return "", status.Errorf(codes.InvalidArgument, "log_path %q contains a NUL byte", logPath)
+	}
+	p := filepath.Join(dir, logPath)
+	rel, err := filepath.Rel(dir, p)
+	if err != nil || !filepath.IsLocal(rel) || rel == "." {
+		return "", status.Errorf(codes.InvalidArgument, "log_path %q leads outside the sandbox's log_directory %q (to %q); it must name a file inside it", logPath, dir, p)
+	}
+	return p, nil
 }
 
 // validateSecurity rejects what containerd rejects before creating anything.

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,4 +115,80 @@ func TestCreateContainerValidatorRejects(t *testing.T) {
 	// The name was released.
 	s.launcher = UntilStopped{}
 	createContainer(t, s, pod, "c")
+}
+
+// TestCreateContainerLogPathStaysInLogDirectory: a log_path that leads out of the sandbox's
+// log_directory is InvalidArgument, and the victim beside the directory is untouched; the
+// neighbours that stay inside (an absolute log_path, "a/../b", names starting with "..") work,
+// and the log file is made inside the directory.
+func TestCreateContainerLogPathStaysInLogDirectory(t *testing.T) {
+	root := t.TempDir()
+	logDir := filepath.Join(root, "pods", "default_p_uid")
+	victim := filepath.Join(root, "victim")
+	secret := filepath.Join(victim, "secret.log")
+	os.MkdirAll(logDir, 0o755)
+	os.MkdirAll(victim, 0o755)
+	os.WriteFile(secret, []byte("keep"), 0o644)
+	for _, tc := range []struct {
+		logPath string
+		want    string // "" means InvalidArgument; else the path under logDir
+	}{
+		{"../../victim/secret.log", ""},
+		{strings.Repeat("../", 40) + secret, ""},
+		{"c/../../../victim/secret.log", ""},
+		{"..", ""},
+		{".", ""},
+		{"c/..", ""},
+		{"c/0.log\x00", ""},
+		{"c/0.log", "c/0.log"},
+		{"c/../b.log", "b.log"},
+		{secret, strings.TrimPrefix(secret, "/")}, // absolute: inside, as containerd's Join makes it
+		{"..c.log", "..c.log"},
+		{"c/..0.log", "c/..0.log"},
+	} {
+		t.Run(tc.logPath, func(t *testing.T) {
+			s := newService(t)
+			cfg := podConfig("p")
+			cfg.LogDirectory = logDir
+			pod, err := s.RunPodSandbox(context.Background(), &runtimeapi.RunPodSandboxRequest{Config: cfg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := containerConfig("c")
+			c.LogPath = tc.logPath
+			resp, err := s.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: pod.PodSandboxId, Config: c})
+			if tc.want == "" {
+				wantCode(t, err, codes.InvalidArgument)
+				if !strings.Contains(err.Error(), "outside the sandbox's log_directory") && !strings.Contains(err.Error(), "NUL") {
+					t.Fatalf("message does not say why: %v", err)
+				}
+				// The name was released: the same container with a good log_path works.
+				c.LogPath = "c/0.log"
+				if _, err := s.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: pod.PodSandboxId, Config: c}); err != nil {
+					t.Fatalf("after a refused log_path: %v", err)
+				}
+			} else {
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := filepath.Join(logDir, tc.want)
+				if got := containerState(t, s, resp.ContainerId).LogPath; got != want {
+					t.Fatalf("log path %q, want %q", got, want)
+				}
+				startContainer(t, s, resp.ContainerId)
+				if _, err := s.ReopenContainerLog(context.Background(), &runtimeapi.ReopenContainerLogRequest{ContainerId: resp.ContainerId}); err != nil {
+					t.Fatal(err)
+				}
+				if fi, err := os.Stat(want); err != nil || !fi.Mode().IsRegular() {
+					t.Fatalf("log file %s: %v, %v", want, fi, err)
+				}
+			}
+			if b, err := os.ReadFile(secret); err != nil || string(b) != "keep" {
+				t.Fatalf("the victim: %q, %v", b, err)
+			}
+			if es, _ := os.ReadDir(victim); len(es) != 1 {
+				t.Fatalf("the victim's directory holds %d entries", len(es))
+			}
+		})
+	}
 }

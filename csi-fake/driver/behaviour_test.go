@@ -130,14 +130,14 @@ func TestBlockVolumes(t *testing.T) {
 	if err != nil || fi.Size() != 10*gib || !fi.Mode().IsRegular() {
 		t.Fatalf("backing file: %v, %v", fi, err)
 	}
-	if used, _ := usage(d.volumePath(v)); used > 1<<20 {
+	if used, _ := d.vols.usage(v); used > 1<<20 {
 		t.Errorf("a fresh block volume uses %d bytes; it should be sparse", used)
 	}
 	f, _ := os.OpenFile(d.volumePath(v), os.O_WRONLY, 0)
 	f.WriteAt([]byte("payload"), 5*gib)
 	f.Close()
 	snap := must(d.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "blk-snap", SourceVolumeId: v}))(t).GetSnapshot().GetSnapshotId()
-	if used, _ := usage(d.snapshotPath(snap)); used > 1<<20 {
+	if used, _ := d.snaps.usage(snap); used > 1<<20 {
 		t.Errorf("the snapshot of a sparse volume uses %d bytes", used)
 	}
 	buf := make([]byte, 7)

@@ -3,7 +3,6 @@ package driver
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -144,6 +143,12 @@ func (d *Driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 	if req.GetVolumeContentSource() != nil && srcSnap == "" && srcVol == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume_content_source: give a snapshot_id or a volume_id")
 	}
+	if err := checkOptionalID("volume_content_source.snapshot.snapshot_id", srcSnap); err != nil {
+		return nil, err
+	}
+	if err := checkOptionalID("volume_content_source.volume.volume_id", srcVol); err != nil {
+		return nil, err
+	}
 
 	var resp *csi.Volume
 	var created string
@@ -158,7 +163,8 @@ func (d *Driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 		if avail := d.cfg.Capacity - s.UsedBytes(); size > avail {
 			return fmt.Errorf("capacity_range: %d bytes requested, %d of %d available: %w", size, avail, d.cfg.Capacity, state.ErrExhausted)
 		}
-		var src string
+		var from *area
+		var srcID string
 		switch {
 		case srcSnap != "":
 			snap, ok := s.Snapshots[srcSnap]
@@ -171,7 +177,7 @@ func (d *Driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 			if snap.AccessType != accessType {
 				return fmt.Errorf("volume_content_source: snapshot %s is of a %s volume, the request asks for %s: %w", srcSnap, snap.AccessType, accessType, state.ErrInvalid)
 			}
-			src = d.snapshotPath(srcSnap)
+			from, srcID = &d.snaps, srcSnap
 		case srcVol != "":
 			sv, ok := s.Volumes[srcVol]
 			if !ok {
@@ -183,10 +189,10 @@ func (d *Driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 			if sv.AccessType != accessType {
 				return fmt.Errorf("volume_content_source: volume %s is %s, the request asks for %s: %w", srcVol, sv.AccessType, accessType, state.ErrInvalid)
 			}
-			src = d.volumePath(srcVol)
+			from, srcID = &d.vols, srcVol
 		}
 		id := newID("vol-")
-		hasData, err := createBacking(d.volumePath(id), accessType, size, src, false)
+		hasData, err := d.vols.create(id, accessType, size, from, srcID, false)
 		if err != nil {
 			return err
 		}
@@ -209,7 +215,7 @@ func (d *Driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 	})
 	if err != nil {
 		if created != "" {
-			os.RemoveAll(d.volumePath(created))
+			d.vols.remove(created)
 		}
 		return nil, statusFor(err)
 	}
@@ -248,8 +254,8 @@ func (d *Driver) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest) (
 		return nil, err
 	}
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, missing("volume_id")
+	if err := checkID("volume_id", id); err != nil {
+		return nil, err
 	}
 	var found bool
 	err := d.store.Update(func(s *state.Data) error {
@@ -272,7 +278,7 @@ func (d *Driver) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest) (
 		return nil, statusFor(err)
 	}
 	if found {
-		if err := os.RemoveAll(d.volumePath(id)); err != nil {
+		if err := d.vols.remove(id); err != nil {
 			d.log.Warn("removing volume data", "volume", id, "err", err)
 		}
 	}
@@ -306,8 +312,8 @@ func (d *Driver) ControllerPublishVolume(_ context.Context, req *csi.ControllerP
 		return nil, err
 	}
 	id, node := req.GetVolumeId(), req.GetNodeId()
-	if id == "" {
-		return nil, missing("volume_id")
+	if err := checkID("volume_id", id); err != nil {
+		return nil, err
 	}
 	if node == "" {
 		return nil, missing("node_id")
@@ -366,8 +372,8 @@ func (d *Driver) ControllerUnpublishVolume(_ context.Context, req *csi.Controlle
 		return nil, err
 	}
 	id, node := req.GetVolumeId(), req.GetNodeId()
-	if id == "" {
-		return nil, missing("volume_id")
+	if err := checkID("volume_id", id); err != nil {
+		return nil, err
 	}
 	err := d.store.Update(func(s *state.Data) error {
 		v, ok := s.Volumes[id]
@@ -399,8 +405,8 @@ func (d *Driver) ValidateVolumeCapabilities(_ context.Context, req *csi.Validate
 		return nil, err
 	}
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, missing("volume_id")
+	if err := checkID("volume_id", id); err != nil {
+		return nil, err
 	}
 	caps, err := capabilitiesOf("volume_capabilities", req.GetVolumeCapabilities())
 	if err != nil {
@@ -508,8 +514,8 @@ func (d *Driver) ControllerExpandVolume(_ context.Context, req *csi.ControllerEx
 		return nil, err
 	}
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, missing("volume_id")
+	if err := checkID("volume_id", id); err != nil {
+		return nil, err
 	}
 	if req.GetCapacityRange() == nil {
 		return nil, missing("capacity_range")
@@ -534,7 +540,7 @@ func (d *Driver) ControllerExpandVolume(_ context.Context, req *csi.ControllerEx
 		if s.UsedBytes()-v.CapacityBytes+size > d.cfg.Capacity {
 			return fmt.Errorf("capacity_range: growing %s to %d bytes exceeds the capacity left (--capacity %d): %w", id, size, d.cfg.Capacity, state.ErrOutOfRange)
 		}
-		if err := resizeBacking(d.volumePath(id), v.AccessType, size); err != nil {
+		if err := d.vols.resize(id, v.AccessType, size); err != nil {
 			return err
 		}
 		v.CapacityBytes, got = size, size
@@ -552,8 +558,8 @@ func (d *Driver) ControllerGetVolume(_ context.Context, req *csi.ControllerGetVo
 		return nil, err
 	}
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, missing("volume_id")
+	if err := checkID("volume_id", id); err != nil {
+		return nil, err
 	}
 	var resp *csi.ControllerGetVolumeResponse
 	d.store.View(func(s *state.Data) {
@@ -578,8 +584,8 @@ func (d *Driver) ControllerModifyVolume(_ context.Context, req *csi.ControllerMo
 		return nil, err
 	}
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, missing("volume_id")
+	if err := checkID("volume_id", id); err != nil {
+		return nil, err
 	}
 	if len(req.GetMutableParameters()) == 0 {
 		return nil, missing("mutable_parameters")
@@ -652,7 +658,7 @@ var healthParameter = map[string]csi.VolumeHealthErrorType{
 // under the driver) and whatever the "health" mutable parameter says.
 func (d *Driver) volumeHealth(v *state.Volume) *csi.VolumeHealth {
 	h := &csi.VolumeHealth{VolumeId: v.ID}
-	if _, err := os.Lstat(d.volumePath(v.ID)); err != nil && (v.DataCreated || v.AccessType == state.AccessBlock) {
+	if err := d.vols.exists(v.ID); err != nil && (v.DataCreated || v.AccessType == state.AccessBlock) {
 		h.HealthStatuses = append(h.HealthStatuses, &csi.VolumeHealth_VolumeHealthEntry{
 			Status: csi.VolumeHealthErrorType_INACCESSIBLE, Reason: "BackingDataMissing",
 			Message: fmt.Sprintf("the volume's data at %s is gone: %v", d.volumePath(v.ID), err),
@@ -673,8 +679,8 @@ func (d *Driver) ControllerGetVolumeHealth(_ context.Context, req *csi.Controlle
 		return nil, err
 	}
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, missing("volume_id")
+	if err := checkID("volume_id", id); err != nil {
+		return nil, err
 	}
 	var h *csi.VolumeHealth
 	d.store.View(func(s *state.Data) {

@@ -111,6 +111,8 @@ type Driver struct {
 	store *state.Store
 	log   *slog.Logger
 	reg   registrationStatus
+	// vols and snaps are <DataDir>/volumes and <DataDir>/snapshots (see data.go).
+	vols, snaps area
 }
 
 // New checks the configuration and returns a driver.
@@ -165,12 +167,21 @@ func New(cfg Config) (*Driver, error) {
 			return nil, fmt.Errorf("known node pattern %q: %w", p, err)
 		}
 	}
-	for _, d := range []string{"volumes", "snapshots"} {
-		if err := os.MkdirAll(filepath.Join(cfg.DataDir, d), 0o750); err != nil {
-			return nil, fmt.Errorf("create data directory: %w", err)
-		}
+	vols, err := openArea(filepath.Join(cfg.DataDir, "volumes"))
+	if err != nil {
+		return nil, err
 	}
-	return &Driver{cfg: cfg, store: cfg.Store, log: cfg.Log}, nil
+	snaps, err := openArea(filepath.Join(cfg.DataDir, "snapshots"))
+	if err != nil {
+		vols.root.Close()
+		return nil, err
+	}
+	return &Driver{cfg: cfg, store: cfg.Store, log: cfg.Log, vols: vols, snaps: snaps}, nil
+}
+
+// Close releases the data directory. The driver must not be called afterwards.
+func (d *Driver) Close() error {
+	return errors.Join(d.vols.root.Close(), d.snaps.root.Close())
 }
 
 // Config returns the driver's configuration (with defaults applied).
@@ -288,6 +299,28 @@ func statusFor(err error) error {
 
 func missing(field string) error {
 	return status.Errorf(codes.InvalidArgument, "%s is required", field)
+}
+
+// checkID checks a volume, snapshot or group snapshot ID from a request against state.CheckID in
+// every RPC and every mode, before any lookup: an ID becomes a file name under the data directory
+// (and a node process adopts IDs it has never seen), so a bad one is InvalidArgument with the
+// reason, never NotFound or a path. An empty one is "field is required".
+func checkID(field, id string) error {
+	if id == "" {
+		return missing(field)
+	}
+	if err := state.CheckID(id); err != nil {
+		return status.Errorf(codes.InvalidArgument, "%s %s %v", field, state.QuoteID(id), err)
+	}
+	return nil
+}
+
+// checkOptionalID is checkID for a field that may be left empty (the ListSnapshots filters).
+func checkOptionalID(field, id string) error {
+	if id == "" {
+		return nil
+	}
+	return checkID(field, id)
 }
 
 func newID(prefix string) string {

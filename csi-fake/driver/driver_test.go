@@ -36,6 +36,7 @@ func newTestDriver(t testing.TB, mut func(*Config)) *Driver {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	t.Cleanup(func() { d.Close() })
 	return d
 }
 

@@ -3,7 +3,6 @@ package driver
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -48,6 +47,11 @@ func (d *Driver) CreateVolumeGroupSnapshot(_ context.Context, req *csi.CreateVol
 	if len(req.GetSourceVolumeIds()) == 0 {
 		return nil, missing("source_volume_ids")
 	}
+	for i, id := range req.GetSourceVolumeIds() {
+		if err := checkID(fmt.Sprintf("source_volume_ids[%d]", i), id); err != nil {
+			return nil, err
+		}
+	}
 	want := slices.Clone(req.GetSourceVolumeIds())
 	slices.Sort(want)
 	if len(slices.Compact(slices.Clone(want))) != len(want) {
@@ -89,7 +93,7 @@ func (d *Driver) CreateVolumeGroupSnapshot(_ context.Context, req *csi.CreateVol
 	})
 	if err != nil {
 		for _, c := range created {
-			os.RemoveAll(d.snapshotPath(c))
+			d.snaps.remove(c)
 		}
 		return nil, statusFor(err)
 	}
@@ -104,8 +108,11 @@ func (d *Driver) DeleteVolumeGroupSnapshot(_ context.Context, req *csi.DeleteVol
 		return nil, err
 	}
 	id := req.GetGroupSnapshotId()
-	if id == "" {
-		return nil, missing("group_snapshot_id")
+	if err := checkID("group_snapshot_id", id); err != nil {
+		return nil, err
+	}
+	if err := checkSnapshotIDs(req.GetSnapshotIds()); err != nil {
+		return nil, err
 	}
 	var removed []string
 	err := d.store.Update(func(s *state.Data) error {
@@ -127,9 +134,18 @@ func (d *Driver) DeleteVolumeGroupSnapshot(_ context.Context, req *csi.DeleteVol
 		return nil, statusFor(err)
 	}
 	for _, sid := range removed {
-		os.RemoveAll(d.snapshotPath(sid))
+		d.snaps.remove(sid)
 	}
 	return &csi.DeleteVolumeGroupSnapshotResponse{}, nil
+}
+
+func checkSnapshotIDs(ids []string) error {
+	for i, id := range ids {
+		if err := checkID(fmt.Sprintf("snapshot_ids[%d]", i), id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func sameSnapshots(g *state.GroupSnapshot, ids []string) error {
@@ -151,8 +167,11 @@ func (d *Driver) GetVolumeGroupSnapshot(_ context.Context, req *csi.GetVolumeGro
 		return nil, err
 	}
 	id := req.GetGroupSnapshotId()
-	if id == "" {
-		return nil, missing("group_snapshot_id")
+	if err := checkID("group_snapshot_id", id); err != nil {
+		return nil, err
+	}
+	if err := checkSnapshotIDs(req.GetSnapshotIds()); err != nil {
+		return nil, err
 	}
 	var resp *csi.VolumeGroupSnapshot
 	var err error

@@ -11,6 +11,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // TestBindMountSharesData publishes a volume with --mount=bind twice and checks that data written
@@ -22,8 +24,8 @@ func TestBindMountSharesData(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("bind mounts need root (CAP_SYS_ADMIN); run the tests as root to cover --mount=bind")
 	}
-	d := newTestDriver(t, func(c *Config) { c.Mount = MountBind })
-	pods, staging := t.TempDir(), t.TempDir()
+	data, pods, staging := t.TempDir(), t.TempDir(), t.TempDir()
+	v := plantVictim(t)
 	errc := make(chan error, 1)
 	go func() {
 		// Never unlocked: the thread and its private mount namespace end with this goroutine.
@@ -36,7 +38,19 @@ func TestBindMountSharesData(t *testing.T) {
 			errc <- fmt.Errorf("make mounts private: %w", err)
 			return
 		}
-		errc <- bindScenario(d, pods, staging)
+		// The driver opens its data directory here, in the namespace it mounts in, as a
+		// csi-fake process does: the kernel bind-mounts only sources of the caller's namespace.
+		d, err := New(Config{NodeID: node, DataDir: data, AttachRequired: true, Capacity: 100 * gib, Mount: MountBind})
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer d.Close()
+		if err := bindScenario(d, pods, staging); err != nil {
+			errc <- err
+			return
+		}
+		errc <- bindRefusesSymlinkTargets(d, pods, staging, v)
 	}()
 	if err := <-errc; err != nil {
 		t.Fatal(err)
@@ -48,6 +62,32 @@ func TestBindMountSharesData(t *testing.T) {
 	if strings.Contains(string(mi), pods) {
 		t.Fatalf("a bind mount under %s is visible outside the test's namespace", pods)
 	}
+	v.intact(t)
+}
+
+// bindRefusesSymlinkTargets: a target_path that is a symlink (to the victim's directory, or to
+// its file for a block volume) is refused before anything is mounted, so nothing is mounted over
+// the victim.
+func bindRefusesSymlinkTargets(d *Driver, pods, staging string, v *victim) error {
+	blk := blockCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER)
+	for i, tc := range []struct {
+		to    string
+		capab *csi.VolumeCapability
+	}{{v.dir, snw}, {v.file, blk}} {
+		link := filepath.Join(pods, fmt.Sprintf("link-%d", i))
+		if err := os.Symlink(tc.to, link); err != nil {
+			return err
+		}
+		_, err := d.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: fmt.Sprintf("csi-link-%d", i), TargetPath: link, VolumeCapability: tc.capab,
+			VolumeContext: map[string]string{ContextEphemeral: "true", EphemeralSizeAttribute: "1Mi"}})
+		if status.Code(err) != codes.InvalidArgument {
+			return fmt.Errorf("bind publish at a symlink to %s: %v, want InvalidArgument", tc.to, err)
+		}
+		if mountedHere(tc.to) || mountedHere(link) {
+			return fmt.Errorf("something was mounted at %s through the symlink %s", tc.to, link)
+		}
+	}
+	return nil
 }
 
 func bindScenario(d *Driver, pods, staging string) error {

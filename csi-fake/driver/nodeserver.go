@@ -2,9 +2,7 @@ package driver
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -32,6 +30,23 @@ func (d *Driver) stagingOnly() error {
 	}
 	if d.cfg.EphemeralOnly {
 		return status.Error(codes.Unimplemented, "this csi-fake runs --ephemeral-only: inline ephemeral volumes are published without staging (no STAGE_UNSTAGE_VOLUME)")
+	}
+	return nil
+}
+
+// checkNodePath checks a staging_target_path or target_path, which csi-fake records and (a
+// target) creates, mounts on and removes: the spec says it MUST be an absolute path in the root
+// file system of the plugin; a relative one would resolve against csi-fake's working directory.
+// (volume_path of the stats and expand calls is only compared with the recorded paths; csi-sanity
+// sends "some/path" there and expects NotFound.)
+func checkNodePath(field, p string) error {
+	switch {
+	case p == "":
+		return missing(field)
+	case !filepath.IsAbs(p):
+		return status.Errorf(codes.InvalidArgument, "%s %q is not an absolute path (spec: it MUST be absolute in the plugin's root file system)", field, p)
+	case strings.IndexByte(p, 0) >= 0:
+		return status.Errorf(codes.InvalidArgument, "%s %q contains a NUL byte", field, p)
 	}
 	return nil
 }
@@ -89,10 +104,20 @@ func (d *Driver) nodeVolume(s *state.Data, id string, vctx map[string]string, c 
 		return &state.NodeVolume{VolumeID: id, CapacityBytes: v.CapacityBytes, AccessType: v.AccessType}, nil
 	}
 	nv := &state.NodeVolume{VolumeID: id, AccessType: c.AccessType, Context: copyMap(vctx)}
-	if t := vctx[ContextAccessType]; t != "" {
+	if t, ok := vctx[ContextAccessType]; ok {
+		if t != state.AccessMount && t != state.AccessBlock {
+			return nil, fmt.Errorf("volume_context[%s]: %q is neither %s nor %s: %w", ContextAccessType, t, state.AccessMount, state.AccessBlock, state.ErrInvalid)
+		}
 		nv.AccessType = t
 	}
-	nv.CapacityBytes, _ = strconv.ParseInt(vctx[ContextSize], 10, 64)
+	if v, ok := vctx[ContextSize]; ok {
+		// The size becomes a sparse file on this node: it must be one this node could hold.
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 || n > d.cfg.Capacity {
+			return nil, fmt.Errorf("volume_context[%s]: %q is not a size in bytes from 1 to this node's --capacity %d: %w", ContextSize, v, d.cfg.Capacity, state.ErrInvalid)
+		}
+		nv.CapacityBytes = n
+	}
 	if err := d.ensureBacking(nv); err != nil {
 		return nil, err
 	}
@@ -101,15 +126,14 @@ func (d *Driver) nodeVolume(s *state.Data, id string, vctx map[string]string, c 
 
 // ensureBacking creates the node-local data of a volume this node process adopted.
 func (d *Driver) ensureBacking(nv *state.NodeVolume) error {
-	p := d.volumePath(nv.VolumeID)
-	if _, err := os.Lstat(p); err == nil {
+	if d.vols.exists(nv.VolumeID) == nil {
 		return nil
 	}
 	size := nv.CapacityBytes
 	if size == 0 {
-		size = DefaultVolumeSize
+		size = min(DefaultVolumeSize, d.cfg.Capacity)
 	}
-	_, err := createBacking(p, nv.AccessType, size, "", true)
+	_, err := d.vols.create(nv.VolumeID, nv.AccessType, size, nil, "", true)
 	return err
 }
 
@@ -129,11 +153,11 @@ func (d *Driver) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequ
 		return nil, err
 	}
 	id, stagingPath := req.GetVolumeId(), req.GetStagingTargetPath()
-	if id == "" {
-		return nil, missing("volume_id")
+	if err := checkID("volume_id", id); err != nil {
+		return nil, err
 	}
-	if stagingPath == "" {
-		return nil, missing("staging_target_path")
+	if err := checkNodePath("staging_target_path", stagingPath); err != nil {
+		return nil, err
 	}
 	c, err := capabilityOf("volume_capability", req.GetVolumeCapability())
 	if err != nil {
@@ -183,11 +207,11 @@ func (d *Driver) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolume
 		return nil, err
 	}
 	id, stagingPath := req.GetVolumeId(), req.GetStagingTargetPath()
-	if id == "" {
-		return nil, missing("volume_id")
+	if err := checkID("volume_id", id); err != nil {
+		return nil, err
 	}
-	if stagingPath == "" {
-		return nil, missing("staging_target_path")
+	if err := checkNodePath("staging_target_path", stagingPath); err != nil {
+		return nil, err
 	}
 	err := d.store.Update(func(s *state.Data) error {
 		nv, ok := s.Node[id]
@@ -241,11 +265,11 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 		return nil, err
 	}
 	id, target := req.GetVolumeId(), req.GetTargetPath()
-	if id == "" {
-		return nil, missing("volume_id")
+	if err := checkID("volume_id", id); err != nil {
+		return nil, err
 	}
-	if target == "" {
-		return nil, missing("target_path")
+	if err := checkNodePath("target_path", target); err != nil {
+		return nil, err
 	}
 	c, err := capabilityOf("volume_capability", req.GetVolumeCapability())
 	if err != nil {
@@ -255,11 +279,17 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 	if d.cfg.EphemeralOnly && !ephemeral {
 		return nil, status.Errorf(codes.InvalidArgument, "volume_context: this csi-fake runs --ephemeral-only and publishes only inline ephemeral volumes (%s=true)", ContextEphemeral)
 	}
+	if p := req.GetStagingTargetPath(); p != "" {
+		if err := checkNodePath("staging_target_path", p); err != nil {
+			return nil, err
+		}
+	}
 	if !ephemeral && req.GetStagingTargetPath() == "" {
 		// spec: "Staging target path not set" is FailedPrecondition when STAGE_UNSTAGE_VOLUME is advertised.
 		return nil, status.Error(codes.FailedPrecondition, "staging_target_path is not set: this driver has STAGE_UNSTAGE_VOLUME, call NodeStageVolume first")
 	}
-	var made, mounted bool
+	var made *state.FileID
+	var mounted bool
 	var newEphemeral string
 	err = d.store.Update(func(s *state.Data) error {
 		nv, ok := s.Node[id]
@@ -272,8 +302,13 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 			if err != nil {
 				return err
 			}
+			// An ephemeral volume takes its space from the pool like a CreateVolume (hostpath
+			// charges them too), so its sparse file is never larger than what is left.
+			if avail := d.cfg.Capacity - s.UsedBytes(); size > avail {
+				return fmt.Errorf("volume_context[%s]: %d bytes requested, %d of %d available (--capacity): %w", EphemeralSizeAttribute, size, avail, d.cfg.Capacity, state.ErrExhausted)
+			}
 			nv = &state.NodeVolume{VolumeID: id, Ephemeral: true, CapacityBytes: size, AccessType: c.AccessType, Context: copyMap(req.GetVolumeContext())}
-			if _, err := createBacking(d.volumePath(id), c.AccessType, size, "", true); err != nil {
+			if _, err := d.vols.create(id, c.AccessType, size, nil, "", true); err != nil {
 				return err
 			}
 			newEphemeral = id
@@ -305,14 +340,15 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 		if made, err = makeTarget(target, c.AccessType); err != nil {
 			return err
 		}
+		want.Made = made
 		if d.cfg.Mount == MountBind {
 			if v, ok := s.Volumes[id]; ok && !v.DataCreated {
-				if _, err := createBacking(d.volumePath(id), v.AccessType, v.CapacityBytes, "", true); err != nil {
+				if _, err := d.vols.create(id, v.AccessType, v.CapacityBytes, nil, "", true); err != nil {
 					return err
 				}
 				v.DataCreated = true
 			}
-			if err := bindMount(d.volumePath(id), target, req.GetReadonly()); err != nil {
+			if err := d.bindPublish(id, target, c.AccessType, req.GetReadonly()); err != nil {
 				return err
 			}
 			mounted = true
@@ -328,43 +364,34 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 		if mounted {
 			unmountAll(target)
 		}
-		if made {
-			removeTarget(target)
+		if made != nil {
+			removeTarget(target, made)
 		}
 		if newEphemeral != "" {
-			os.RemoveAll(d.volumePath(newEphemeral))
+			d.vols.remove(newEphemeral)
 		}
 		return nil, statusFor(err)
 	}
 	return &csi.NodePublishVolumeResponse{}, nil
 }
 
-// makeTarget creates the publish target and reports whether it had to.
-func makeTarget(target, accessType string) (bool, error) {
-	if accessType == state.AccessBlock {
-		f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
-		if errors.Is(err, fs.ErrExist) {
-			return false, nil
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			return false, fmt.Errorf("target_path %s: its parent directory must exist (the CO creates it, as kubelet does): %w", target, state.ErrFailedPrecondition)
-		}
-		if err != nil {
-			return false, fmt.Errorf("create target file %s: %w", target, err)
-		}
-		return true, f.Close()
-	}
-	err := os.Mkdir(target, 0o750)
-	if errors.Is(err, fs.ErrExist) {
-		return false, nil
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("target_path %s: its parent directory must exist (the CO creates it, as kubelet does): %w", target, state.ErrFailedPrecondition)
-	}
+// bindPublish bind-mounts volume id's data onto target, each side opened without following a
+// symlink and checked to be a directory (mount) or a file (block) first.
+func (d *Driver) bindPublish(id, target, accessType string, readOnly bool) error {
+	src, err := d.vols.openPath(id, accessType)
 	if err != nil {
-		return false, fmt.Errorf("create target directory %s: %w", target, err)
+		return err
 	}
-	return true, nil
+	defer src.Close()
+	dst, err := openNoFollow(target)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	if err := checkKind(dst, accessType); err != nil {
+		return fmt.Errorf("target_path %s %v: %w", target, err, state.ErrInvalid)
+	}
+	return bindMount(src, dst, target, readOnly)
 }
 
 func ephemeralSize(vctx map[string]string) (int64, error) {
@@ -388,11 +415,11 @@ func (d *Driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 		return nil, err
 	}
 	id, target := req.GetVolumeId(), req.GetTargetPath()
-	if id == "" {
-		return nil, missing("volume_id")
+	if err := checkID("volume_id", id); err != nil {
+		return nil, err
 	}
-	if target == "" {
-		return nil, missing("target_path")
+	if err := checkNodePath("target_path", target); err != nil {
+		return nil, err
 	}
 	var dropEphemeral bool
 	err := d.store.Update(func(s *state.Data) error {
@@ -412,7 +439,7 @@ func (d *Driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 				return err
 			}
 		}
-		if err := removeTarget(target); err != nil {
+		if err := removeTarget(target, t.Made); err != nil {
 			return err
 		}
 		delete(nv.Targets, target)
@@ -428,7 +455,7 @@ func (d *Driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 		return nil, statusFor(err)
 	}
 	if dropEphemeral {
-		os.RemoveAll(d.volumePath(id))
+		d.vols.remove(id)
 	}
 	return &csi.NodeUnpublishVolumeResponse{}, nil
 }
@@ -453,8 +480,8 @@ func (d *Driver) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeSta
 		return nil, err
 	}
 	id, p := req.GetVolumeId(), req.GetVolumePath()
-	if id == "" {
-		return nil, missing("volume_id")
+	if err := checkID("volume_id", id); err != nil {
+		return nil, err
 	}
 	if p == "" {
 		return nil, missing("volume_path")
@@ -474,7 +501,7 @@ func (d *Driver) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeSta
 	if accessType == state.AccessBlock {
 		return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{{Unit: csi.VolumeUsage_BYTES, Total: capBytes}}}, nil
 	}
-	used, inodes := usage(d.volumePath(id))
+	used, inodes := d.vols.usage(id)
 	totalInodes := max(capBytes/4096, inodes)
 	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{
 		{Unit: csi.VolumeUsage_BYTES, Total: capBytes, Used: used, Available: max(capBytes-used, 0)},
@@ -489,8 +516,8 @@ func (d *Driver) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolumeRe
 		return nil, err
 	}
 	id, p := req.GetVolumeId(), req.GetVolumePath()
-	if id == "" {
-		return nil, missing("volume_id")
+	if err := checkID("volume_id", id); err != nil {
+		return nil, err
 	}
 	if p == "" {
 		return nil, missing("volume_path")
@@ -507,7 +534,10 @@ func (d *Driver) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolumeRe
 		}
 		cur := d.nodeCapacity(s, nv)
 		if size > cur {
-			if err := resizeBacking(d.volumePath(id), nv.AccessType, size); err != nil {
+			if err := d.canGrow(s, nv, cur, size); err != nil {
+				return err
+			}
+			if err := d.vols.resize(id, nv.AccessType, size); err != nil {
 				return err
 			}
 			cur = size
@@ -521,6 +551,26 @@ func (d *Driver) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolumeRe
 	return &csi.NodeExpandVolumeResponse{CapacityBytes: got}, nil
 }
 
+// canGrow bounds a node expansion, whose size becomes a sparse file's: a volume the controller in
+// this process knows grows on the node only up to the size ControllerExpandVolume gave it; an
+// ephemeral volume grows out of the pool; a volume this node process adopted grows up to the
+// node's --capacity (spec NodeExpandVolume: OutOfRange, "the capacity range is not allowed").
+func (d *Driver) canGrow(s *state.Data, nv *state.NodeVolume, cur, size int64) error {
+	if v, ok := s.Volumes[nv.VolumeID]; ok {
+		return fmt.Errorf("capacity_range: volume %s is %d bytes; ControllerExpandVolume must grow it before the node can: %w", v.ID, v.CapacityBytes, state.ErrOutOfRange)
+	}
+	if nv.Ephemeral {
+		if avail := d.cfg.Capacity - s.UsedBytes(); size-cur > avail {
+			return fmt.Errorf("capacity_range: growing %s by %d bytes exceeds the %d bytes left (--capacity %d): %w", nv.VolumeID, size-cur, avail, d.cfg.Capacity, state.ErrOutOfRange)
+		}
+		return nil
+	}
+	if size > d.cfg.Capacity {
+		return fmt.Errorf("capacity_range: %d bytes exceeds this node's --capacity %d: %w", size, d.cfg.Capacity, state.ErrOutOfRange)
+	}
+	return nil
+}
+
 // NodeGetVolumeHealth reports a volume's health from the node: backing data gone, a published
 // target removed behind the driver's back, and the controller-side "health" parameter when the
 // controller runs in the same process.
@@ -529,8 +579,8 @@ func (d *Driver) NodeGetVolumeHealth(_ context.Context, req *csi.NodeGetVolumeHe
 		return nil, err
 	}
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, missing("volume_id")
+	if err := checkID("volume_id", id); err != nil {
+		return nil, err
 	}
 	var h *csi.VolumeHealth
 	d.store.View(func(s *state.Data) {
@@ -541,7 +591,7 @@ func (d *Driver) NodeGetVolumeHealth(_ context.Context, req *csi.NodeGetVolumeHe
 			h = d.volumeHealth(v)
 		case onNode:
 			h = &csi.VolumeHealth{VolumeId: id}
-			if _, err := os.Lstat(d.volumePath(id)); err != nil {
+			if err := d.vols.exists(id); err != nil {
 				h.HealthStatuses = append(h.HealthStatuses, &csi.VolumeHealth_VolumeHealthEntry{
 					Status: csi.VolumeHealthErrorType_INACCESSIBLE, Reason: "BackingDataMissing", Message: err.Error()})
 			}

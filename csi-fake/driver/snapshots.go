@@ -3,7 +3,6 @@ package driver
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"time"
@@ -35,8 +34,8 @@ func snapshotProto(s *state.Snapshot) *csi.Snapshot {
 // takeSnapshot copies a volume's data into a new snapshot; the caller holds the store lock.
 func (d *Driver) takeSnapshot(s *state.Data, v *state.Volume, name, group string, params map[string]string) (*state.Snapshot, error) {
 	id := newID("snap-")
-	if _, err := createBacking(d.snapshotPath(id), v.AccessType, v.CapacityBytes, d.volumePath(v.ID), true); err != nil {
-		os.RemoveAll(d.snapshotPath(id))
+	if _, err := d.snaps.create(id, v.AccessType, v.CapacityBytes, &d.vols, v.ID, true); err != nil {
+		d.snaps.remove(id)
 		return nil, fmt.Errorf("copy volume %s into snapshot: %w", v.ID, err)
 	}
 	snap := &state.Snapshot{
@@ -57,8 +56,8 @@ func (d *Driver) CreateSnapshot(_ context.Context, req *csi.CreateSnapshotReques
 	if req.GetName() == "" {
 		return nil, missing("name")
 	}
-	if req.GetSourceVolumeId() == "" {
-		return nil, missing("source_volume_id")
+	if err := checkID("source_volume_id", req.GetSourceVolumeId()); err != nil {
+		return nil, err
 	}
 	if req.GetAccessibilityRequirements() != nil {
 		// The snapshot is usable everywhere (see snapshotProto), which satisfies any
@@ -92,7 +91,7 @@ func (d *Driver) CreateSnapshot(_ context.Context, req *csi.CreateSnapshotReques
 	})
 	if err != nil {
 		if created != "" {
-			os.RemoveAll(d.snapshotPath(created))
+			d.snaps.remove(created)
 		}
 		return nil, statusFor(err)
 	}
@@ -106,8 +105,8 @@ func (d *Driver) DeleteSnapshot(_ context.Context, req *csi.DeleteSnapshotReques
 		return nil, err
 	}
 	id := req.GetSnapshotId()
-	if id == "" {
-		return nil, missing("snapshot_id")
+	if err := checkID("snapshot_id", id); err != nil {
+		return nil, err
 	}
 	var found bool
 	err := d.store.Update(func(s *state.Data) error {
@@ -126,7 +125,7 @@ func (d *Driver) DeleteSnapshot(_ context.Context, req *csi.DeleteSnapshotReques
 		return nil, statusFor(err)
 	}
 	if found {
-		os.RemoveAll(d.snapshotPath(id))
+		d.snaps.remove(id)
 	}
 	return &csi.DeleteSnapshotResponse{}, nil
 }
@@ -139,6 +138,12 @@ func (d *Driver) ListSnapshots(_ context.Context, req *csi.ListSnapshotsRequest)
 	}
 	if req.GetMaxEntries() < 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "max_entries %d must not be negative", req.GetMaxEntries())
+	}
+	if err := checkOptionalID("snapshot_id", req.GetSnapshotId()); err != nil {
+		return nil, err
+	}
+	if err := checkOptionalID("source_volume_id", req.GetSourceVolumeId()); err != nil {
+		return nil, err
 	}
 	resp := &csi.ListSnapshotsResponse{}
 	var err error
@@ -178,8 +183,8 @@ func (d *Driver) GetSnapshot(_ context.Context, req *csi.GetSnapshotRequest) (*c
 		return nil, err
 	}
 	id := req.GetSnapshotId()
-	if id == "" {
-		return nil, missing("snapshot_id")
+	if err := checkID("snapshot_id", id); err != nil {
+		return nil, err
 	}
 	var resp *csi.Snapshot
 	d.store.View(func(s *state.Data) {

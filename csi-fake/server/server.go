@@ -351,6 +351,9 @@ func (s *Server) Close() error {
 		if s.ownRec && s.rec != nil {
 			s.closeErr = errors.Join(s.closeErr, s.rec.Close())
 		}
+		if s.drv != nil {
+			s.closeErr = errors.Join(s.closeErr, s.drv.Close())
+		}
 		for _, d := range s.tmpDirs {
 			os.RemoveAll(d)
 		}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
+	"github.com/plugsim/plugsim/csi-fake/driver"
 	"github.com/plugsim/plugsim/csi-fake/state"
 	"github.com/plugsim/plugsim/harness/faults"
 	"github.com/plugsim/plugsim/harness/trace"
@@ -229,5 +230,36 @@ func TestTraceAndFaults(t *testing.T) {
 		if strings.Contains(string(ev.Request), "hunter2") || !strings.Contains(string(ev.Request), trace.Redacted) {
 			t.Errorf("secret not redacted in the trace: %s", ev.Request)
 		}
+	}
+}
+
+// TestTraversalIDOverGRPC is issue 12's reproduction over the socket, as a client sends it: in
+// --mode node with a state directory, and in the default mode, an inline ephemeral
+// NodePublishVolume whose volume_id climbs out of the data directory, then NodeUnpublishVolume.
+// Both are InvalidArgument and the planted directory and its file stay.
+func TestTraversalIDOverGRPC(t *testing.T) {
+	for _, mode := range []driver.Mode{driver.ModeNode, driver.ModeAll} {
+		t.Run(string(mode), func(t *testing.T) {
+			victim := filepath.Join(t.TempDir(), "plugsim-victim")
+			os.Mkdir(victim, 0o755)
+			os.WriteFile(filepath.Join(victim, "file"), []byte("keep"), 0o644)
+			s := start(t, Options{Mode: mode, StateDir: t.TempDir()})
+			node := csi.NewNodeClient(dial(t, s.Endpoint()))
+			ctx := tctx(t)
+			id := "../../../../../../.." + victim
+			target := filepath.Join(t.TempDir(), "mount")
+			_, err := node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: id, TargetPath: target, VolumeCapability: snw,
+				VolumeContext: map[string]string{"csi.storage.k8s.io/ephemeral": "true"}})
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "contains '/'") {
+				t.Fatalf("NodePublishVolume: %v, want InvalidArgument saying why", err)
+			}
+			_, err = node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target})
+			if status.Code(err) != codes.InvalidArgument {
+				t.Fatalf("NodeUnpublishVolume: %v, want InvalidArgument", err)
+			}
+			if b, err := os.ReadFile(filepath.Join(victim, "file")); err != nil || string(b) != "keep" {
+				t.Fatalf("the victim's file: %q, %v", b, err)
+			}
+		})
 	}
 }

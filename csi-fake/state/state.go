@@ -100,6 +100,23 @@ type Target struct {
 	AccessMode string `json:"accessMode"`
 	// Bind is true when the target is a bind mount of the backing data (--mount=bind).
 	Bind bool `json:"bind,omitempty"`
+	// Made identifies the directory or file NodePublishVolume created at the target; nil when the
+	// target existed before. NodeUnpublishVolume removes the target only while it is still that
+	// inode (spec: "the SP MUST delete the file or directory it created at this path"), so it
+	// never removes what the CO or anyone else put there.
+	Made *FileID `json:"made,omitempty"`
+}
+
+// FileID identifies a file or directory. The inode number alone does not: ext4 and tmpfs hand a
+// freed number to the next file created, so a target removed and made again by someone else
+// often has the old number. Its type and birth time (statx btime) tell them apart.
+type FileID struct {
+	Dev  uint64 `json:"dev"`
+	Ino  uint64 `json:"ino"`
+	Type uint32 `json:"type"` // S_IFDIR, S_IFREG ...
+	// Birth is the creation time in nanoseconds since the epoch; 0 where the file system
+	// records none.
+	Birth int64 `json:"birth,omitempty"`
 }
 
 // NodeVolume is the node service's record of a volume on this node: where it is staged and
@@ -212,11 +229,18 @@ func (d *Data) SortedSnapshots() []*Snapshot {
 	return out
 }
 
-// UsedBytes is the capacity taken by volumes (snapshots are not charged, as in hostpath).
+// UsedBytes is the capacity taken by volumes: the controller's volumes and the node's inline
+// ephemeral volumes, which NodePublishVolume creates from the same pool (snapshots are not
+// charged, as in hostpath). Volumes a node process adopted belong to the controller's pool.
 func (d *Data) UsedBytes() int64 {
 	var n int64
 	for _, v := range d.Volumes {
 		n += v.CapacityBytes
+	}
+	for _, nv := range d.Node {
+		if nv.Ephemeral {
+			n += nv.CapacityBytes
+		}
 	}
 	return n
 }

@@ -62,6 +62,9 @@ func decode(b []byte) (*Data, error) {
 		return nil, fmt.Errorf("version %d, this csi-fake reads version %d", d.Version, CurrentVersion)
 	}
 	d.init()
+	if err := d.checkIDs(); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
