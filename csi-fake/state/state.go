@@ -12,6 +12,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"time"
 )
@@ -244,3 +245,21 @@ func (e *CorruptError) Error() string {
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
+
+// idRe is what an ID given from outside (a fixture) may look like: it names the volume's or
+// snapshot's data under the data directory, so letters, digits, and single '.', '_' or '-'
+// between them (the rule containerd applies to its identifiers), within the spec's 128 bytes.
+var idRe = regexp.MustCompile(`^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$`)
+
+// ValidateID checks an ID given from outside.
+func ValidateID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("the ID is empty")
+	case len(id) > 128:
+		return fmt.Errorf("ID %q is %d bytes long; the CSI spec allows at most 128", id, len(id))
+	case !idRe.MatchString(id):
+		return fmt.Errorf("ID %q: only letters, digits, and single '.', '_' or '-' between them are allowed", id)
+	}
+	return nil
+}
