@@ -63,10 +63,7 @@ func (d *Driver) Preload(ctx context.Context, f *fixtures.CSI) (retErr error) {
 		v := pv.fx
 		bad := func(format string, args ...any) error { return f.Errorf("volumes", pv.i, v.Name, format, args...) }
 		for k, p := range v.Published {
-			mode, err := accessMode(p.AccessMode, pv.modes[0])
-			if err != nil {
-				return bad("published[%d]: %v", k, err)
-			}
+			mode, _ := accessMode(p.AccessMode, pv.modes[0]) // checked by planVolume
 			if _, err := d.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{
 				VolumeId: pv.id, NodeId: p.Node, Readonly: p.ReadOnly, VolumeCapability: pv.capability(mode), VolumeContext: pv.context,
 			}); err != nil {
@@ -77,9 +74,6 @@ func (d *Driver) Preload(ctx context.Context, f *fixtures.CSI) (retErr error) {
 			})
 		}
 		if v.StagingPath != "" {
-			if !filepath.IsAbs(v.StagingPath) {
-				return bad("stagingPath %q: want an absolute path", v.StagingPath)
-			}
 			if _, err := d.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{
 				VolumeId: pv.id, StagingTargetPath: v.StagingPath, VolumeCapability: pv.capability(pv.modes[0]), VolumeContext: pv.context,
 			}); err != nil {
@@ -90,13 +84,7 @@ func (d *Driver) Preload(ctx context.Context, f *fixtures.CSI) (retErr error) {
 			})
 		}
 		for k, t := range v.Targets {
-			mode, err := accessMode(t.AccessMode, pv.modes[0])
-			if err != nil {
-				return bad("targets[%d]: %v", k, err)
-			}
-			if !filepath.IsAbs(t.Path) {
-				return bad("targets[%d]: path %q: want an absolute path", k, t.Path)
-			}
+			mode, _ := accessMode(t.AccessMode, pv.modes[0])
 			if _, err := d.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{
 				VolumeId: pv.id, StagingTargetPath: v.StagingPath, TargetPath: t.Path, Readonly: t.ReadOnly,
 				VolumeCapability: pv.capability(mode), VolumeContext: pv.context,
@@ -193,6 +181,25 @@ func (d *Driver) planVolume(f *fixtures.CSI, i int, names, ids map[string]int) (
 	}
 	if v.Capacity < 0 {
 		return nil, bad("capacity %d: must not be negative", v.Capacity)
+	}
+	for k, p := range v.Published {
+		if p.Node == "" {
+			return nil, bad("published[%d]: node is required (ControllerPublishVolume requires node_id)", k)
+		}
+		if _, err := accessMode(p.AccessMode, 0); err != nil {
+			return nil, bad("published[%d]: %v", k, err)
+		}
+	}
+	if v.StagingPath != "" && !filepath.IsAbs(v.StagingPath) {
+		return nil, bad("stagingPath %q: want an absolute path", v.StagingPath)
+	}
+	for k, t := range v.Targets {
+		if !filepath.IsAbs(t.Path) {
+			return nil, bad("targets[%d]: path %q: want an absolute path", k, t.Path)
+		}
+		if _, err := accessMode(t.AccessMode, 0); err != nil {
+			return nil, bad("targets[%d]: %v", k, err)
+		}
 	}
 	return pv, nil
 }
