@@ -496,7 +496,10 @@ func (s *Service) applyPlan(ctx context.Context, f *fixtures.CRI, pods []*planne
 				return bad("its process does not start: %v", err)
 			}
 			c.SetRunning(pc.st.StartedAt, p)
+			// Saved before the exit can be recorded (and saved), as StartContainer does.
+			s.persistContainer(c)
 			s.watch(sb, c, p)
+			continue
 		}
 		s.persistContainer(c)
 	}
