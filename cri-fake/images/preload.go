@@ -10,9 +10,9 @@ import (
 // Preload puts the fixtures' images in the store as if they had been pulled, without the pull
 // latency: a catalog image under the reference given (its tag and repo@digest, as PullImage
 // records them), an image the catalog does not have as the fixture defines it. Nothing is added
-// unless every entry is good. It returns the IDs of the images it added, so a caller whose later
-// steps fail can take them out again (Store().Remove).
-func (s *Service) Preload(f *fixtures.CRI) ([]string, error) {
+// unless every entry is good. The undo it returns puts the images back as they were, for a
+// caller whose later steps fail.
+func (s *Service) Preload(f *fixtures.CRI) (undo func(), _ error) {
 	p := imagePlan{store: s.store, named: map[string]int{}, owner: map[string]string{}, byID: map[string]*plannedImage{}}
 	for i := range f.Images {
 		fx := &f.Images[i]
@@ -27,17 +27,29 @@ func (s *Service) Preload(f *fixtures.CRI) ([]string, error) {
 			return nil, bad("%v", err)
 		}
 	}
-	var added []string
+	var before []*Image // nil where the image is new
 	for _, pi := range p.order {
-		if _, ok := s.store.Get(pi.img.ID); !ok {
-			added = append(added, pi.img.ID)
+		var prev *Image
+		if have, ok := s.store.Get(pi.img.ID); ok && have.ID == pi.img.ID {
+			prev = &have
 		}
+		before = append(before, prev)
 		s.store.Restore(pi.img)
 	}
 	if len(p.order) > 0 {
 		s.onChange()
 	}
-	return added, nil
+	return func() {
+		for i, pi := range p.order {
+			s.store.Remove(pi.img.ID)
+			if before[i] != nil {
+				s.store.Restore(*before[i])
+			}
+		}
+		if len(p.order) > 0 {
+			s.onChange()
+		}
+	}, nil
 }
 
 // imagePlan collects the images of a preload before any is stored.
@@ -218,14 +230,4 @@ func (p *imagePlan) definedImage(i int, fx *fixtures.Image) error {
 	}
 	pi.img.Pinned = fx.Pinned
 	return nil
-}
-
-// RemovePreloaded takes out the images a Preload added (a later step of the preload failed).
-func (s *Service) RemovePreloaded(ids []string) {
-	for _, id := range ids {
-		s.store.Remove(id)
-	}
-	if len(ids) > 0 {
-		s.onChange()
-	}
 }

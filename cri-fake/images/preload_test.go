@@ -24,15 +24,15 @@ func TestPreloadImages(t *testing.T) {
 	for _, ref := range []string{"registry.k8s.io/pause:3.9", "k8s.gcr.io/pause:3.9", "busybox"} {
 		pull(t, pulled, ref)
 	}
-	added, err := s.Preload(&fixtures.CRI{Images: []fixtures.Image{
+	undo, err := s.Preload(&fixtures.CRI{Images: []fixtures.Image{
 		{Image: "registry.k8s.io/pause:3.9", Pinned: true}, {Image: "k8s.gcr.io/pause:3.9"}, {Image: "busybox"},
 		{RepoTags: []string{"app:1", "registry.example.com/app:1"}, RepoDigests: []string{"app@" + testDigest}},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(added) != 3 {
-		t.Fatalf("added %v, want three images (pause under two names is one)", added)
+	if n := len(s.Store().List()); n != 3 {
+		t.Fatalf("%d images, want three (pause under two names is one)", n)
 	}
 	for _, want := range pulled.Store().List() {
 		got, ok := s.Store().Get(want.ID)
@@ -60,9 +60,26 @@ func TestPreloadImages(t *testing.T) {
 		t.Error("derived ID differs between runs")
 	}
 
-	s.RemovePreloaded(added)
+	undo()
 	if n := len(s.Store().List()); n != 0 {
-		t.Fatalf("%d images left after RemovePreloaded", n)
+		t.Fatalf("%d images left after the undo", n)
+	}
+
+	// An image pulled before gets the fixture's names; the undo takes only those away.
+	id := pull(t, s, "busybox:1.37")
+	undo, err = s.Preload(&fixtures.CRI{Images: []fixtures.Image{{Image: "busybox:latest", Pinned: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img := status_(t, s, id); len(img.RepoTags) != 2 || !img.Pinned {
+		t.Fatalf("pulled image after the preload: %v", img)
+	}
+	undo()
+	if img := status_(t, s, id); len(img.RepoTags) != 1 || img.RepoTags[0] != "docker.io/library/busybox:1.37" || img.Pinned {
+		t.Fatalf("pulled image after the undo: %v", img)
+	}
+	if status_(t, s, "busybox:latest") != nil {
+		t.Fatal("the fixture's tag outlived the undo")
 	}
 }
 

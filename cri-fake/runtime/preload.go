@@ -28,20 +28,22 @@ import (
 // StartContainer starts it. A NOTREADY pod has no network (as after StopPodSandbox), CREATED and
 // EXITED containers have no process.
 //
-// Every entry is checked before anything changes; if a step with effects fails, what was done is
-// undone the way RemovePodSandbox undoes it, so a failed Preload leaves the runtime as it was.
-// The error names the fixture's source and entry.
+// Whatever can be checked without effects is checked for every entry before anything changes; if
+// a later step fails (a CNI ADD, the launcher's Validate, which needs the pod's network, a process
+// start), what was done is undone the way RemovePodSandbox undoes it and the images are put back,
+// so a failed Preload leaves the runtime as it was. The error names the fixture's source and
+// entry.
 func (s *Service) Preload(ctx context.Context, f *fixtures.CRI) (retErr error) {
 	if f.Empty() {
 		return nil
 	}
-	added, err := s.images.Preload(f)
+	undoImages, err := s.images.Preload(f)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if retErr != nil {
-			s.images.RemovePreloaded(added)
+			undoImages()
 		}
 	}()
 	now := s.now()
