@@ -177,9 +177,9 @@ func (s *Service) planPods(f *fixtures.CRI, now time.Time) ([]*plannedPod, error
 				}
 			}
 		}
-		sb := &store.Sandbox{
-			ID: id, Name: name, Config: cfg, RuntimeHandler: fx.RuntimeHandler, CreatedAt: fx.CreatedAt.UnixNano(),
-			LogDirectory: fx.LogDirectory,
+		sb := &store.Sandbox{ID: id, Name: name, Config: cfg, RuntimeHandler: fx.RuntimeHandler, LogDirectory: fx.LogDirectory}
+		if !fx.CreatedAt.IsZero() {
+			sb.CreatedAt = fx.CreatedAt.UnixNano() // else podTimes gives it one
 		}
 		if sb.LogDirectory == "" {
 			sb.LogDirectory = filepath.Join(s.opts.RootDir, "pods", id, "logs")
