@@ -36,6 +36,9 @@ Examples:
   # No CNI, state kept across restarts, admin socket for fault injection:
   cri-fake --cni-conf-dir "" --state-dir /var/lib/plugsim/cri --admin-socket unix:///run/plugsim/cri-admin.sock
 
+  # Start with pods, containers and images already there (see examples/fixtures/node.yaml):
+  cri-fake --cni-conf-dir "" --fixtures examples/fixtures/node.yaml
+
   # Then, from another shell:
   crictl --runtime-endpoint unix:///run/plugsim/cri.sock info
   curl --unix-socket /run/plugsim/cri-admin.sock -d '{"method":"PullImage","code":"Unavailable","times":1}' http://x/faults
@@ -59,6 +62,7 @@ func main() {
 	fs.StringVar(&opts.ImageEndpoint, "image-endpoint", "", "serve the ImageService on this separate socket (default: the --endpoint socket)")
 	fs.StringVar(&opts.AdminSocket, "admin-socket", "", "serve the admin API here (GET /trace, GET|POST|DELETE /faults); off when empty")
 	fs.StringVar(&opts.StateDir, "state-dir", "", "persist sandboxes, containers and pulled images here and reload them at start; memory only when empty")
+	fs.StringVar(&opts.FixturesFile, "fixtures", "", "YAML fixture file whose cri section (images, pods, containers) cri-fake holds when it starts, checked as the RPCs check them; with --state-dir, applied only to a state dir that holds no state yet (format: cri-fake/README.md, example: examples/fixtures/node.yaml)")
 	fs.StringVar(&opts.RootDir, "root-dir", "/var/lib/plugsim/cri-fake", "where network namespace files, the CNI cache and the logs of sandboxes without a log directory go")
 	fs.StringVar(&opts.CNIConfDir, "cni-conf-dir", "/etc/cni/net.d", "CNI config directory; the first .conf/.conflist/.json file in name order is used and re-read when the directory changes; empty turns CNI off (pods get 10.88.x.y addresses from a built-in allocator)")
 	fs.StringVar(&binDirs, "cni-bin-dir", "/opt/cni/bin", "comma-separated directories searched for CNI plugin binaries")

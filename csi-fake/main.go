@@ -35,6 +35,9 @@ Examples:
   csi-fake --mode node --endpoint unix:///var/lib/kubelet/plugins/csi.plugsim.dev/csi.sock \
            --node-id "$(hostname)" --state-dir /var/lib/csi-fake --register
 
+  # start with volumes and snapshots already there (see examples/fixtures/node.yaml):
+  csi-fake --endpoint unix:///tmp/csi.sock --node-id plugsim-node --fixtures examples/fixtures/node.yaml
+
   # only inline ephemeral volumes (like Calico's csi.tigera.io):
   csi-fake --ephemeral-only --endpoint unix:///tmp/csi.sock --node-id node-1
 
@@ -84,6 +87,7 @@ func run(args []string) error {
 	fs.StringVar(&opts.KubeletRegistrationPath, "kubelet-registration-path", "", "the CSI socket path as the kubelet sees it (with --register; default the --endpoint path)")
 	fs.StringVar(&opts.TraceFile, "trace", "", "append every call as a JSON line to this file (the plugsim trace format)")
 	fs.StringVar(&opts.FaultsFile, "faults", "", "fault rules (YAML or JSON) to apply from the start")
+	fs.StringVar(&opts.FixturesFile, "fixtures", "", "YAML fixture file whose csi section (volumes with their attachments, staging and publications; snapshots) csi-fake holds when it starts, checked as the RPCs check them; with --state-dir, applied only when it has no state file yet (format: csi-fake/README.md, example: examples/fixtures/node.yaml)")
 	fs.StringVar(&opts.AdminSocket, "admin-socket", "", "serve the admin API (GET /trace, GET|POST|DELETE /faults) on this unix socket")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/plugsim/plugsim/cri-fake/images"
 	"github.com/plugsim/plugsim/cri-fake/store"
 )
 
@@ -31,33 +32,50 @@ func (s *Service) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	if sb.Status().State != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %s is not ready: containers can only be created in a READY sandbox", sb.ID)
 	}
-	if err := validateSecurity(cfg); err != nil {
+	spec, img, err := s.containerSpec(sb, newID(), cfg)
+	if err != nil {
 		return nil, err
+	}
+	if err := s.containers.Reserve(spec.Name, spec.ID); err != nil {
+		return nil, status.Errorf(codes.AlreadyExists, "failed to reserve container name %q: %v", spec.Name, err)
+	}
+	defer func() {
+		if retErr != nil {
+			s.containers.Release(spec.Name)
+		}
+	}()
+	if err := s.validateProcess(sb, spec, img); err != nil {
+		return nil, err
+	}
+	c := store.NewContainer(spec)
+	s.containers.Add(c)
+	s.persistContainer(c)
+	s.emit(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, sb, c)
+	return &runtimeapi.CreateContainerResponse{ContainerId: spec.ID}, nil
+}
+
+// containerSpec checks a container config against its sandbox and the pulled images as
+// CreateContainer does, and works out what is fixed at creation: the reserved name
+// <container>_<pod>_<namespace>_<uid>_<attempt>, the log path, the image and its reference, the
+// stop signal and the user.
+func (s *Service) containerSpec(sb *store.Sandbox, id string, cfg *runtimeapi.ContainerConfig) (store.ContainerSpec, images.Image, error) {
+	if err := validateSecurity(cfg); err != nil {
+		return store.ContainerSpec{}, images.Image{}, err
 	}
 	for _, m := range cfg.GetMounts() {
 		if m.GetImage() != nil {
 			// Image volumes (KEP-4639) need image contents; answering Unimplemented makes
 			// critest skip its Image Volume specs honestly.
-			return nil, status.Errorf(codes.Unimplemented, "image volume mount at %q: cri-fake has no image contents to mount", m.GetContainerPath())
+			return store.ContainerSpec{}, images.Image{}, status.Errorf(codes.Unimplemented, "image volume mount at %q: cri-fake has no image contents to mount", m.GetContainerPath())
 		}
 	}
 	img, ok := s.images.Store().Get(cfg.GetImage().GetImage())
 	if !ok {
-		return nil, status.Errorf(codes.NotFound, "failed to resolve image %q: image not found (pull it first)", cfg.GetImage().GetImage())
+		return store.ContainerSpec{}, images.Image{}, status.Errorf(codes.NotFound, "failed to resolve image %q: image not found (pull it first)", cfg.GetImage().GetImage())
 	}
-	id := newID()
-	name := store.ContainerName(cfg.GetMetadata(), sb.Config.GetMetadata())
-	if err := s.containers.Reserve(name, id); err != nil {
-		return nil, status.Errorf(codes.AlreadyExists, "failed to reserve container name %q: %v", name, err)
-	}
-	defer func() {
-		if retErr != nil {
-			s.containers.Release(name)
-		}
-	}()
 	logPath, err := containerLogPath(sb.LogDirectory, cfg.GetLogPath())
 	if err != nil {
-		return nil, err
+		return store.ContainerSpec{}, images.Image{}, err
 	}
 	imageRef := img.ID
 	if len(img.RepoDigests) > 0 {
@@ -74,11 +92,11 @@ func (s *Service) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	if len(img.RepoTags) > 0 {
 		imageName = img.RepoTags[0]
 	}
-	spec := store.ContainerSpec{
+	return store.ContainerSpec{
 		StopSignal: stop,
 		ImageName:  imageName,
 		ID:         id,
-		Name:       name,
+		Name:       store.ContainerName(cfg.GetMetadata(), sb.Config.GetMetadata()),
 		SandboxID:  sb.ID,
 		Config:     cfg,
 		ImageID:    img.ID,
@@ -86,19 +104,22 @@ func (s *Service) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 		LogPath:    logPath,
 		CreatedAt:  s.now().UnixNano(),
 		User:       containerUser(cfg, img.Config),
+	}, img, nil
+}
+
+// validateProcess lets the launcher refuse, at creation, a container whose process cannot be
+// built (Validator), the way containerd reports "executable file not found" at CreateContainer.
+func (s *Service) validateProcess(sb *store.Sandbox, spec store.ContainerSpec, img images.Image) error {
+	v, ok := s.launcher.(Validator)
+	if !ok {
+		return nil
 	}
-	if v, ok := s.launcher.(Validator); ok {
-		ps := ProcessSpec{ContainerID: id, SandboxID: sb.ID, Config: cfg, SandboxConfig: sb.Config, Image: img,
-			LogPath: logPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs}
-		if err := v.Validate(ps); err != nil {
-			return nil, status.Errorf(codes.Unknown, "failed to generate container %q spec: %v", cfg.GetMetadata().GetName(), err)
-		}
+	ps := ProcessSpec{ContainerID: spec.ID, SandboxID: sb.ID, Config: spec.Config, SandboxConfig: sb.Config, Image: img,
+		LogPath: spec.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs}
+	if err := v.Validate(ps); err != nil {
+		return status.Errorf(codes.Unknown, "failed to generate container %q spec: %v", spec.Config.GetMetadata().GetName(), err)
 	}
-	c := store.NewContainer(spec)
-	s.containers.Add(c)
-	s.persistContainer(c)
-	s.emit(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, sb, c)
-	return &runtimeapi.CreateContainerResponse{ContainerId: id}, nil
+	return nil
 }
 
 // containerLogPath is the container's log file: the sandbox's log directory joined with the

@@ -48,37 +48,9 @@ func (s *Service) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		sb.LogDirectory = filepath.Join(s.opts.RootDir, "pods", id, "logs")
 	}
 	if !sb.IsHostNetwork() {
-		if err := s.network.Ready(); err != nil {
-			return nil, status.Errorf(codes.FailedPrecondition, "failed to setup network for sandbox %q: %v", id, err)
+		if err := s.setupNetwork(ctx, sb); err != nil {
+			return nil, err
 		}
-		// The built-in network needs no namespace path; CNI plugins do.
-		ns := ""
-		if _, builtin := s.network.(*network.Internal); !builtin {
-			var err error
-			if ns, err = s.opts.NetNS.Create(id); err != nil {
-				return nil, status.Errorf(codes.Internal, "failed to create network namespace for sandbox %q: %v", id, err)
-			}
-		}
-		sb.NetNS = ns
-		pod := network.Pod{ID: id, NetNS: ns, Config: cfg}
-		defer func() {
-			if retErr != nil {
-				// containerd tears the network down on a failed RunPodSandbox so IPAM leases
-				// are not leaked, then removes the namespace.
-				if err := s.network.Teardown(context.WithoutCancel(ctx), pod); err != nil {
-					s.opts.Logf("teardown network of failed sandbox %s: %v", id, err)
-				}
-				if err := s.opts.NetNS.Remove(ns); err != nil {
-					s.opts.Logf("remove netns of failed sandbox %s: %v", id, err)
-				}
-			}
-		}()
-		res, err := s.network.Setup(ctx, pod)
-		if err != nil {
-			return nil, status.Errorf(codes.Unknown, "failed to setup network for sandbox %q: %v", id, err)
-		}
-		sb.IPs = res.IPs
-		sb.CNIResult = res.Raw
 	}
 	s.sandboxes.Add(sb)
 	s.persistSandbox(sb)
@@ -86,6 +58,36 @@ func (s *Service) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	s.emit(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, sb, nil)
 	s.emit(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, sb, nil)
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: id}, nil
+}
+
+// setupNetwork gives a sandbox its network namespace and runs the CNI ADD chain; the result's
+// addresses become the pod IPs. When the ADD fails, the network is torn down and the namespace
+// removed, as containerd does on a failed RunPodSandbox so IPAM leases are not leaked.
+func (s *Service) setupNetwork(ctx context.Context, sb *store.Sandbox) error {
+	if err := s.network.Ready(); err != nil {
+		return status.Errorf(codes.FailedPrecondition, "failed to setup network for sandbox %q: %v", sb.ID, err)
+	}
+	// The built-in network needs no namespace path; CNI plugins do.
+	ns := ""
+	if _, builtin := s.network.(*network.Internal); !builtin {
+		var err error
+		if ns, err = s.opts.NetNS.Create(sb.ID); err != nil {
+			return status.Errorf(codes.Internal, "failed to create network namespace for sandbox %q: %v", sb.ID, err)
+		}
+	}
+	pod := network.Pod{ID: sb.ID, NetNS: ns, Config: sb.Config}
+	res, err := s.network.Setup(ctx, pod)
+	if err != nil {
+		if err := s.network.Teardown(context.WithoutCancel(ctx), pod); err != nil {
+			s.opts.Logf("teardown network of failed sandbox %s: %v", sb.ID, err)
+		}
+		if err := s.opts.NetNS.Remove(ns); err != nil {
+			s.opts.Logf("remove netns of failed sandbox %s: %v", sb.ID, err)
+		}
+		return status.Errorf(codes.Unknown, "failed to setup network for sandbox %q: %v", sb.ID, err)
+	}
+	sb.NetNS, sb.IPs, sb.CNIResult = ns, res.IPs, res.Raw
+	return nil
 }
 
 func validateSandboxConfig(cfg *runtimeapi.PodSandboxConfig) error {

@@ -17,6 +17,7 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
@@ -31,6 +32,7 @@ import (
 	"github.com/plugsim/plugsim/cri-fake/store"
 	"github.com/plugsim/plugsim/harness/admin"
 	"github.com/plugsim/plugsim/harness/faults"
+	"github.com/plugsim/plugsim/harness/fixtures"
 	"github.com/plugsim/plugsim/harness/trace"
 	"github.com/plugsim/plugsim/internal/endpoint"
 )
@@ -52,6 +54,11 @@ type Options struct {
 
 	// StateDir, when set, persists sandboxes, containers and images there and reloads them.
 	StateDir string
+	// Fixtures are the images, pods and containers cri-fake holds when it starts (preloaded
+	// before it serves, through the RPCs' checks); nil means FixturesFile's cri section, or
+	// none. With a StateDir they seed it: they are applied only when it holds no state yet.
+	Fixtures     *fixtures.CRI
+	FixturesFile string
 	// RootDir holds netns files, the CNI cache and the log directories of sandboxes that bring
 	// none; empty means a temporary directory removed by Close.
 	RootDir string
@@ -113,6 +120,7 @@ type Server struct {
 	tmpDirs      []string
 	streaming    *http.Server
 	streamingURL string
+	preloading   atomic.Bool // the CNI calls now are a preload's
 	closeOnce    sync.Once
 	closeErr     error
 	wg           sync.WaitGroup
@@ -163,6 +171,18 @@ func Start(opts Options) (_ *Server, retErr error) {
 		s.faults = faults.NewSet(uint64(time.Now().UnixNano()))
 	}
 
+	fx := opts.Fixtures
+	if fx == nil && opts.FixturesFile != "" {
+		n, err := fixtures.Load(opts.FixturesFile)
+		if err != nil {
+			return nil, err
+		}
+		fx = &n.CRI
+		if fx.Empty() {
+			logf("fixtures %s: no cri section, nothing to preload", opts.FixturesFile)
+		}
+	}
+
 	// Images.
 	catalog := opts.Catalog
 	if catalog == nil && opts.ImageCatalog != "" {
@@ -185,7 +205,12 @@ func Start(opts Options) (_ *Server, retErr error) {
 		imgOpts.OnChange = func() {
 			var recs []store.ImageRecord
 			for _, img := range imgSvc.Store().List() {
-				recs = append(recs, store.ImageRecord{ID: img.ID, RepoTags: img.RepoTags, RepoDigests: img.RepoDigests})
+				rec := store.ImageRecord{ID: img.ID, RepoTags: img.RepoTags, RepoDigests: img.RepoDigests, Pinned: img.Pinned}
+				if findByID(imgSvc.Catalog(), img.ID) == nil {
+					// A fixture's image: the catalog cannot give its config back at the restart.
+					rec.Config, _ = json.Marshal(img.Config)
+				}
+				recs = append(recs, rec)
 			}
 			if err := fileState.SaveImages(recs); err != nil {
 				logf("save images: %v", err)
@@ -259,19 +284,29 @@ func Start(opts Options) (_ *Server, retErr error) {
 			return nil, err
 		}
 	}
+	var loaded store.Loaded
 	if fileState != nil {
-		loaded, err := fileState.Load()
-		if err != nil {
+		if loaded, err = fileState.Load(); err != nil {
 			return nil, err
 		}
 		for _, r := range loaded.Images {
-			if cfg := findByID(imgSvc.Catalog(), r.ID); cfg != nil {
-				imgSvc.Store().Restore(images.Image{ID: r.ID, RepoTags: r.RepoTags, RepoDigests: r.RepoDigests, Config: cfg})
-			} else {
-				logf("restore image %s: not in the catalog any more; dropping it", r.ID)
+			cfg := findByID(imgSvc.Catalog(), r.ID)
+			if cfg == nil && len(r.Config) > 0 {
+				cfg = &images.CatalogImage{}
+				if err := json.Unmarshal(r.Config, cfg); err != nil {
+					return nil, fmt.Errorf("state file %s: image %s: %w", filepath.Join(opts.StateDir, "images.json"), r.ID, err)
+				}
 			}
+			if cfg == nil {
+				logf("restore image %s: not in the catalog any more; dropping it", r.ID)
+				continue
+			}
+			imgSvc.Store().Restore(images.Image{ID: r.ID, RepoTags: r.RepoTags, RepoDigests: r.RepoDigests, Pinned: r.Pinned, Config: cfg})
 		}
 		rt.Restore(context.Background(), loaded)
+	}
+	if err := s.preload(rt, fx, fileState, loaded, logf); err != nil {
+		return nil, err
 	}
 
 	// gRPC.
@@ -337,6 +372,46 @@ func Start(opts Options) (_ *Server, retErr error) {
 	return s, nil
 }
 
+// preload applies the fixtures before anything is served. A state directory is seeded once: when
+// it already holds state (from an earlier run, or from these fixtures before), that state is what
+// a restart must find, so the fixtures are not applied again.
+func (s *Server) preload(rt *runtime.Service, fx *fixtures.CRI, fileState *store.FileState, loaded store.Loaded, logf func(string, ...any)) error {
+	if fx.Empty() {
+		return nil
+	}
+	if fileState != nil {
+		if from, ok := fileState.Seeded(); ok {
+			logf("fixtures not applied: state dir %s was seeded from %s already; remove it to start from the fixtures again", fileState.Dir, from)
+			return nil
+		}
+		if !loaded.Empty() {
+			logf("fixtures not applied: state dir %s already holds state (%d sandboxes, %d containers, %d images); remove it to start from the fixtures",
+				fileState.Dir, len(loaded.Sandboxes), len(loaded.Containers), len(loaded.Images))
+			return nil
+		}
+	}
+	s.preloading.Store(true)
+	err := rt.Preload(context.Background(), fx)
+	s.preloading.Store(false)
+	if err != nil {
+		return err
+	}
+	logf("preloaded %d images, %d pods and %d containers from %s", len(fx.Images), len(fx.Pods), len(fx.Containers), sourceName(fx.Source))
+	if fileState != nil {
+		if err := fileState.SaveSeeded(sourceName(fx.Source)); err != nil {
+			return fmt.Errorf("state dir: %w", err)
+		}
+	}
+	return nil
+}
+
+func sourceName(s string) string {
+	if s == "" {
+		return "fixtures given in Go"
+	}
+	return s
+}
+
 func persister(fs *store.FileState) runtime.Persister {
 	if fs == nil {
 		return nil
@@ -377,6 +452,9 @@ func (s *Server) observeCNI(verb string, pod network.Pod, list *libcni.NetworkCo
 			"containerID": rt.ContainerID, "netns": rt.NetNS, "ifName": rt.IfName,
 			"pod": pod.Config.GetMetadata().GetNamespace() + "/" + pod.Config.GetMetadata().GetName(),
 		},
+	}
+	if s.preloading.Load() {
+		ev.Attrs["preload"] = "true" // the ADD of a READY pod among the fixtures, before serving
 	}
 	if err != nil {
 		ev.Error = err.Error()

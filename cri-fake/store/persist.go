@@ -55,11 +55,14 @@ type containerRecord struct {
 	Resources  json.RawMessage `json:"resources,omitempty"`
 }
 
-// ImageRecord is a pulled image as persisted: the catalog entry is found again by ID.
+// ImageRecord is a pulled image as persisted: the catalog entry is found again by ID. An image
+// the catalog does not have (a fixture's) carries its config, the catalog entry's JSON.
 type ImageRecord struct {
-	ID          string   `json:"id"`
-	RepoTags    []string `json:"repoTags,omitempty"`
-	RepoDigests []string `json:"repoDigests,omitempty"`
+	ID          string          `json:"id"`
+	RepoTags    []string        `json:"repoTags,omitempty"`
+	RepoDigests []string        `json:"repoDigests,omitempty"`
+	Pinned      bool            `json:"pinned,omitempty"`
+	Config      json.RawMessage `json:"config,omitempty"`
 }
 
 func (f FileState) path(kind, id string) string { return filepath.Join(f.Dir, kind, id+".json") }
@@ -152,6 +155,32 @@ func (f FileState) SaveImages(imgs []ImageRecord) error {
 	return writeAtomic(filepath.Join(f.Dir, "images.json"), b)
 }
 
+// seededFile records that fixtures were applied to the state directory, so a restart with the
+// same --fixtures goes on with the state they left, even once every object they made is gone.
+const seededFile = "fixtures-applied.json"
+
+// SaveSeeded records that the fixtures from source were applied.
+func (f FileState) SaveSeeded(source string) error {
+	b, err := json.Marshal(map[string]string{"source": source})
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(f.Dir, seededFile), b)
+}
+
+// Seeded reports whether fixtures were applied to the directory, and from where.
+func (f FileState) Seeded() (string, bool) {
+	b, err := os.ReadFile(filepath.Join(f.Dir, seededFile))
+	if err != nil {
+		return "", false
+	}
+	var rec struct {
+		Source string `json:"source"`
+	}
+	json.Unmarshal(b, &rec)
+	return rec.Source, true
+}
+
 func removeFile(p string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -165,6 +194,9 @@ type Loaded struct {
 	Containers []*Container
 	Images     []ImageRecord
 }
+
+// Empty reports whether nothing was loaded.
+func (l Loaded) Empty() bool { return len(l.Sandboxes)+len(l.Containers)+len(l.Images) == 0 }
 
 // Load reads every record. A record that cannot be read is an error naming the file: silently
 // dropping a sandbox would make the kubelet lose track of a pod.

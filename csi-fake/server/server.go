@@ -27,6 +27,7 @@ import (
 	"github.com/plugsim/plugsim/csi-fake/state"
 	"github.com/plugsim/plugsim/harness/admin"
 	"github.com/plugsim/plugsim/harness/faults"
+	"github.com/plugsim/plugsim/harness/fixtures"
 	"github.com/plugsim/plugsim/harness/trace"
 	"github.com/plugsim/plugsim/internal/endpoint"
 )
@@ -52,6 +53,11 @@ type Options struct {
 	Capacity          int64 // bytes; 0 means 1 TiB
 	MaxVolumesPerNode int64
 	Topology          map[string]string
+	// Fixtures are the volumes and snapshots csi-fake holds when it starts (preloaded before it
+	// serves, through the RPCs' checks); nil means FixturesFile's csi section, or none. With a
+	// StateDir they seed it: they are applied only when it has no state file yet.
+	Fixtures     *fixtures.CSI
+	FixturesFile string
 	// NoAttach drops PUBLISH_UNPUBLISH_VOLUME (--attach-required=false).
 	NoAttach      bool
 	EphemeralOnly bool
@@ -138,6 +144,17 @@ func Start(opts Options) (_ *Server, retErr error) {
 	if err != nil {
 		return nil, err
 	}
+	fx := opts.Fixtures
+	if fx == nil && opts.FixturesFile != "" {
+		n, err := fixtures.Load(opts.FixturesFile)
+		if err != nil {
+			return nil, err
+		}
+		fx = &n.CSI
+		if fx.Empty() {
+			log.Info("no csi section in the fixtures, nothing to preload", "fixtures", opts.FixturesFile)
+		}
+	}
 
 	// State and data.
 	dataDir, statePath := opts.StateDir, ""
@@ -153,6 +170,9 @@ func Start(opts Options) (_ *Server, retErr error) {
 	} else {
 		statePath = filepath.Join(dataDir, state.FileName)
 	}
+	// A state directory is seeded once: fixtures are applied only when it has no state yet.
+	_, statErr := os.Stat(statePath)
+	fresh := statePath == "" || errors.Is(statErr, os.ErrNotExist)
 	store, err := state.Open(statePath)
 	if err != nil {
 		return nil, err
@@ -189,6 +209,19 @@ func Start(opts Options) (_ *Server, retErr error) {
 	}
 	s.drv.SetKubeletEndpoint(sockPath)
 	s.opts = opts
+	if !fx.Empty() {
+		if !fresh {
+			log.Info("fixtures not applied: the state directory already holds state; remove it to start from the fixtures",
+				"state", statePath)
+		} else if err := s.drv.Preload(context.Background(), fx); err != nil {
+			if statePath != "" {
+				os.Remove(statePath) // so the next start applies the fixtures, as this one meant to
+			}
+			return nil, err
+		} else {
+			log.Info("preloaded the fixtures", "volumes", len(fx.Volumes), "snapshots", len(fx.Snapshots), "from", fx.Source)
+		}
+	}
 
 	if err := s.serveCSI(opts.Endpoint); err != nil {
 		return nil, err

@@ -268,3 +268,12 @@ func (e *CorruptError) Error() string {
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
+
+// ValidateID checks an ID given from outside (a fixture) with the rule every RPC applies
+// (CheckID), so a fixture can hold exactly the IDs a client could have sent.
+func ValidateID(id string) error {
+	if err := CheckID(id); err != nil {
+		return fmt.Errorf("ID %s %v", QuoteID(id), err)
+	}
+	return nil
+}

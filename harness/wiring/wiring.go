@@ -35,6 +35,7 @@ import (
 	"github.com/plugsim/plugsim/harness/call"
 	"github.com/plugsim/plugsim/harness/collect"
 	"github.com/plugsim/plugsim/harness/faults"
+	"github.com/plugsim/plugsim/harness/fixtures"
 	"github.com/plugsim/plugsim/harness/scenario"
 	"github.com/plugsim/plugsim/harness/trace"
 )
@@ -66,6 +67,9 @@ type Options struct {
 	// TraceCapacity bounds the in-memory trace of each fake (0: the default ring; a load run
 	// wants a small one).
 	TraceCapacity int
+	// Fixtures are what the fakes hold when they start: cri-fake its CRI section, csi-fake its
+	// CSI section (fixtures.Load reads a fixture file).
+	Fixtures *fixtures.Node
 }
 
 // CSIOptions configure csi-fake.
@@ -214,6 +218,14 @@ func StartNode(o Options) (_ *Node, retErr error) {
 	if o.CNI == "off" {
 		confDir = ""
 	}
+	var criFixtures *fixtures.CRI
+	var csiFixtures *fixtures.CSI
+	if o.Fixtures != nil {
+		criFixtures, csiFixtures = &o.Fixtures.CRI, &o.Fixtures.CSI
+		if o.NoCSI && !csiFixtures.Empty() {
+			return nil, errors.New("the fixtures have a csi section, and NoCSI leaves csi-fake out")
+		}
+	}
 	n.CRI, err = criserver.Start(criserver.Options{
 		AdminSocket:     n.CRIAdmin,
 		TraceCapacity:   o.TraceCapacity,
@@ -223,6 +235,7 @@ func StartNode(o Options) (_ *Node, retErr error) {
 		CNIBinDirs:      []string{n.CNIBinDir},
 		RuntimeHandlers: o.RuntimeHandlers,
 		TraceFile:       filepath.Join(dir, "var/log/plugsim/cri.jsonl"),
+		Fixtures:        criFixtures,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cri-fake: %w", err)
@@ -256,6 +269,7 @@ func StartNode(o Options) (_ *Node, retErr error) {
 			EphemeralOnly: c.EphemeralOnly,
 			NoAttach:      c.NoAttach,
 			TraceFile:     filepath.Join(dir, "var/log/plugsim/csi.jsonl"),
+			Fixtures:      csiFixtures,
 		}
 		if !c.EphemeralOnly {
 			n.CSIControllerEndpoint = "unix://" + filepath.Join(dir, "run/csi/controller.sock")
