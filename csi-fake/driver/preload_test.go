@@ -152,7 +152,7 @@ func TestPreloadRejectsBadVolumes(t *testing.T) {
 		{"duplicate ID", nil, func(f *fixtures.CSI, _ string) { f.Volumes[1].ID = "vol-data" },
 			`node.yaml: csi.volumes[1] "pvc-raw": id "vol-data" is also volumes[0]'s`},
 		{"ID with a path in it", nil, func(f *fixtures.CSI, _ string) { f.Volumes[0].ID = "../../etc" },
-			`node.yaml: csi.volumes[0] "pvc-data": ID "../../etc": only letters, digits, and single '.', '_' or '-' between them are allowed`},
+			`node.yaml: csi.volumes[0] "pvc-data": ID "../../etc" contains '/' at byte 2: an ID is one file name under the data directory`},
 		{"missing name", nil, func(f *fixtures.CSI, _ string) { f.Volumes[1].Name = "" },
 			`node.yaml: csi.volumes[1]: name is required (CreateVolume requires one)`},
 		{"unknown access type", nil, func(f *fixtures.CSI, _ string) { f.Volumes[1].AccessType = "file" },
