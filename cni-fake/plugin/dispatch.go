@@ -73,6 +73,11 @@ func (p *Call) dispatch(funcs skel.CNIFuncs) *types.Error {
 		}
 	}
 	if len(missing) > 0 {
+		if cmd == "" { // run by hand: say what this is, as skel does
+			fmt.Fprintln(p.inv.Stderr, About)
+			fmt.Fprintf(p.inv.Stderr, "CNI protocol versions supported: %s\n", strings.Join(Versions().SupportedVersions(), ", "))
+			return nil
+		}
 		return types.NewError(types.ErrInvalidEnvironmentVariables, fmt.Sprintf("required env variables [%s] missing", strings.Join(missing, ",")), "")
 	}
 	stdin := p.inv.Stdin

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/containernetworking/cni/pkg/ns"
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 
@@ -112,6 +113,19 @@ func (p *Call) verb(name string, f func(*skel.CmdArgs, *NetConf, cniArgs) error)
 		conf, ca, err := p.setup(args)
 		if err != nil {
 			return cniError(err)
+		}
+		if name == "ADD" {
+			// skel refuses the plugin's own namespace only after ADD returned, by when the result
+			// is printed and the lease taken (the runtime then reads a result followed by an
+			// error, which libcni cannot decode). Refusing it first gives the runtime skel's
+			// error alone.
+			if o := args.NetnsOverride; strings.ToUpper(o) != "TRUE" && o != "1" {
+				if own, err := ns.CheckNetNS(args.Netns); err != nil {
+					return err
+				} else if own {
+					return types.NewError(types.ErrInvalidNetNS, "plugin's netns and netns from CNI_NETNS should not be the same", "")
+				}
+			}
 		}
 		if err := p.injectFault(name, args, conf); err != nil {
 			return cniError(err)
