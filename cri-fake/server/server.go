@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/invoke"
 	cnitypes "github.com/containernetworking/cni/pkg/types"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -60,6 +61,9 @@ type Options struct {
 	CNIConfDir string
 	// CNIBinDirs are searched for CNI plugins (default /opt/cni/bin).
 	CNIBinDirs []string
+	// CNIExec runs the CNI plugins; nil execs their binaries from CNIBinDirs, as containerd
+	// does. inprocess.New() (package cni-fake/inprocess) runs cni-fake in this process instead.
+	CNIExec invoke.Exec
 	// NetNS is "placeholder" (default) or "real" (root only: real network namespaces).
 	NetNS string
 
@@ -212,6 +216,7 @@ func Start(opts Options) (_ *Server, retErr error) {
 			ConfDir:  opts.CNIConfDir,
 			BinDirs:  binDirs,
 			CacheDir: filepath.Join(opts.RootDir, "cni-cache"),
+			Exec:     opts.CNIExec,
 			Observe:  s.observeCNI,
 		})
 	}

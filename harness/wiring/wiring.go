@@ -7,13 +7,15 @@
 //	DIR/run/csi/csi.sock         the CSI node plugin (the DaemonSet's socket)
 //	DIR/run/csi/controller.sock  the CSI controller plugin (the Deployment's socket)
 //	DIR/etc/cni/net.d/           CNI configuration (first file in name order wins)
-//	DIR/opt/cni/bin/             CNI plugin binaries (cni-fake, portmap)
+//	DIR/opt/cni/bin/             CNI plugin binaries (cni-fake with ExecCNI, portmap with Portmap)
 //	DIR/var/log/plugsim/         trace files: cni.jsonl (cni-fake), cri.jsonl, csi.jsonl
 //	DIR/var/lib/kubelet/         where the kubelet's staging and target paths go
 //	DIR/crictl.yaml              crictl --config DIR/crictl.yaml ps
 //
 // Start does it in-process for a Go test; the harness command does it for `harness up` and for
-// every scenario `harness run` executes.
+// every scenario `harness run` executes. By default cri-fake runs cni-fake's plugin code in its
+// own process (cni-fake/inprocess), so a test builds and installs nothing; ExecCNI execs the
+// binary instead, as a real runtime does.
 package wiring
 
 import (
@@ -26,9 +28,11 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/containernetworking/cni/pkg/invoke"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/plugsim/plugsim/cni-fake/inprocess"
 	criserver "github.com/plugsim/plugsim/cri-fake/server"
 	"github.com/plugsim/plugsim/csi-fake/driver"
 	csiserver "github.com/plugsim/plugsim/csi-fake/server"
@@ -51,8 +55,14 @@ type Options struct {
 	// writes iptables rules in the network namespace the runtime runs in, so only set it when this
 	// process runs in a network namespace of its own (the harness command does that as root).
 	Portmap bool
-	// BinDir has the cni-fake (and portmap) binaries; empty means $PLUGSIM_BIN, then the directory
-	// of the running executable, then (in tests) cni-fake is built into a temp dir.
+	// ExecCNI execs the cni-fake binary for every CNI call, as containerd does (the harness
+	// command sets it). Without it cri-fake runs cni-fake's plugin code in its own process: the
+	// same calls, results and trace lines, with no binary to build or install and no exec per
+	// call. Plugins chained after cni-fake (portmap) are exec'd either way.
+	ExecCNI bool
+	// BinDir has the cni-fake (with ExecCNI) and portmap (with Portmap) binaries; empty means
+	// $PLUGSIM_BIN, then the directory of the running executable, then (in tests, with ExecCNI)
+	// cni-fake is built into a temp dir.
 	BinDir string
 	// RuntimeHandlers accepted by cri-fake (default runc).
 	RuntimeHandlers []string
@@ -108,6 +118,7 @@ type Node struct {
 	NodeClient csi.NodeClient
 
 	opts      Options
+	cniExec   invoke.Exec // nil: libcni execs every plugin
 	tmp       string
 	closeOnce sync.Once
 	closeErr  error
@@ -119,7 +130,7 @@ func Start(t testing.TB, o Options) *Node {
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
 	}
-	if o.BinDir == "" && o.CNI != "off" && FindBinDir("") == "" {
+	if o.BinDir == "" && o.CNI != "off" && o.ExecCNI && FindBinDir("") == "" {
 		o.BinDir = buildCNIFake(t)
 	}
 	n, err := StartNode(o)
@@ -143,7 +154,10 @@ func buildCNIFake(t testing.TB) string {
 
 // FindBinDir finds the directory holding cni-fake: given, $PLUGSIM_BIN, or the running
 // executable's directory (bin/harness sits beside bin/cni-fake).
-func FindBinDir(given string) string {
+func FindBinDir(given string) string { return findPlugin(given, "cni-fake") }
+
+// findPlugin finds the directory holding a plugin binary, as FindBinDir does.
+func findPlugin(given, plugin string) string {
 	cands := []string{given, os.Getenv("PLUGSIM_BIN")}
 	if exe, err := os.Executable(); err == nil {
 		cands = append(cands, filepath.Dir(exe))
@@ -152,7 +166,7 @@ func FindBinDir(given string) string {
 		if d == "" {
 			continue
 		}
-		if fi, err := os.Stat(filepath.Join(d, "cni-fake")); err == nil && !fi.IsDir() {
+		if fi, err := os.Stat(filepath.Join(d, plugin)); err == nil && !fi.IsDir() {
 			return d
 		}
 	}
@@ -214,6 +228,9 @@ func StartNode(o Options) (_ *Node, retErr error) {
 	if o.CNI == "off" {
 		confDir = ""
 	}
+	if !o.ExecCNI {
+		n.cniExec = inprocess.New()
+	}
 	n.CRI, err = criserver.Start(criserver.Options{
 		AdminSocket:     n.CRIAdmin,
 		TraceCapacity:   o.TraceCapacity,
@@ -221,6 +238,7 @@ func StartNode(o Options) (_ *Node, retErr error) {
 		RootDir:         filepath.Join(dir, "var/lib/cri-fake"),
 		CNIConfDir:      confDir,
 		CNIBinDirs:      []string{n.CNIBinDir},
+		CNIExec:         n.cniExec,
 		RuntimeHandlers: o.RuntimeHandlers,
 		TraceFile:       filepath.Join(dir, "var/log/plugsim/cri.jsonl"),
 	})
@@ -283,16 +301,22 @@ func StartNode(o Options) (_ *Node, retErr error) {
 	return n, nil
 }
 
-// installPlugins links the plugin binaries into the CNI bin dir, the way a CNI installer fills
-// /opt/cni/bin.
+// installPlugins links the plugin binaries that are exec'd into the CNI bin dir, the way a CNI
+// installer fills /opt/cni/bin.
 func (n *Node) installPlugins(o Options) error {
-	src := FindBinDir(o.BinDir)
-	if src == "" {
-		return errors.New("cni-fake binary not found: run `make build` (or set PLUGSIM_BIN to the directory holding it)")
+	var plugins []string
+	if o.ExecCNI {
+		plugins = append(plugins, "cni-fake")
 	}
-	plugins := []string{"cni-fake"}
 	if o.Portmap {
 		plugins = append(plugins, "portmap")
+	}
+	if len(plugins) == 0 {
+		return nil
+	}
+	src := findPlugin(o.BinDir, plugins[0])
+	if src == "" {
+		return fmt.Errorf("%s binary not found: run `make build tools` (or set PLUGSIM_BIN to the directory holding it)", plugins[0])
 	}
 	for _, p := range plugins {
 		from := filepath.Join(src, p)
@@ -361,7 +385,7 @@ func (n *Node) Collector() *collect.Collector {
 func (n *Node) Env() *scenario.Env {
 	env := &scenario.Env{
 		CRI:    n.CRIConn,
-		CNI:    &scenario.CNIEnv{ConfDir: n.CNIConfDir, BinDirs: []string{n.CNIBinDir}, CacheDir: filepath.Join(n.Dir, "var/lib/cni/cache")},
+		CNI:    &scenario.CNIEnv{ConfDir: n.CNIConfDir, BinDirs: []string{n.CNIBinDir}, CacheDir: filepath.Join(n.Dir, "var/lib/cni/cache"), Exec: n.cniExec},
 		Faults: map[string]scenario.FaultTarget{scenario.CRI: FaultSet{n.CRI.Faults()}},
 		Trace:  n.Collector(),
 		Vars:   n.Vars(),

@@ -59,13 +59,31 @@ steps:
         - {interface: CNI, method: DEL}
 `
 
+// By default cni-fake runs in-process: nothing is installed, and the trace reads as with the
+// binary (TestExecCNIInstallsTheBinary runs the same scenario with it).
 func TestStartWiresTheFakes(t *testing.T) {
 	n := Start(t, Options{})
-	for _, f := range []string{"crictl.yaml", "etc/cni/net.d/10-plugsim.conflist", "opt/cni/bin/cni-fake"} {
+	for _, f := range []string{"crictl.yaml", "etc/cni/net.d/10-plugsim.conflist"} {
 		if _, err := os.Stat(filepath.Join(n.Dir, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
+	if entries, _ := os.ReadDir(n.CNIBinDir); len(entries) != 0 {
+		t.Errorf("the CNI bin dir has %d entries; with cni-fake in-process it should be empty", len(entries))
+	}
+	runPodScenario(t, n)
+}
+
+func TestExecCNIInstallsTheBinary(t *testing.T) {
+	n := Start(t, Options{ExecCNI: true})
+	if fi, err := os.Stat(filepath.Join(n.CNIBinDir, "cni-fake")); err != nil || fi.IsDir() {
+		t.Fatalf("cni-fake is not installed: %v", err)
+	}
+	runPodScenario(t, n)
+}
+
+func runPodScenario(t *testing.T, n *Node) {
+	t.Helper()
 	sc, err := scenario.Parse([]byte(podScenario), "wired.yaml")
 	if err != nil {
 		t.Fatal(err)
