@@ -12,6 +12,8 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/plugsim/plugsim/cni-fake/plugin"
+	"github.com/plugsim/plugsim/harness/faults/rules"
 	"github.com/plugsim/plugsim/harness/trace"
 )
 
@@ -250,5 +252,43 @@ func TestBadFaultRules(t *testing.T) {
 	}
 	if l := leaseFiles(t, dir); len(l) != 0 {
 		t.Fatalf("a refused config leased %v", l)
+	}
+}
+
+// FaultFile changes the rules between calls and reads back the counts cni-fake kept.
+func TestFaultFile(t *testing.T) {
+	dir := t.TempDir()
+	ff := plugin.FaultFile{Path: filepath.Join(dir, "faults.json"), DataDir: filepath.Join(dir, "data"), Network: "testnet"}
+	conf := testConf(dir, "1.1.0", map[string]any{"faultsFile": ff.Path})
+	if err := ff.Reset(); err != nil { // an empty file: no rules
+		t.Fatal(err)
+	}
+	if o := run(t, addCall("c0", conf)); o.err != nil {
+		t.Fatal(o.err)
+	}
+	ids, err := ff.Add(rules.Rule{Method: "ADD", Code: "11", Message: "no IP addresses available", After: 1, Times: 1})
+	if err != nil || len(ids) != 1 || ids[0] != "cni-1" {
+		t.Fatalf("Add: %v, %v", ids, err)
+	}
+	for i, want := range []bool{false, true, false} {
+		o := run(t, addCall(fmt.Sprintf("c%d", i+1), conf))
+		if (o.err != nil) != want {
+			t.Fatalf("ADD %d: %v, want failure %v", i+1, o.err, want)
+		}
+	}
+	rs, err := ff.Rules()
+	if err != nil || len(rs) != 1 || rs[0].ID != "cni-1" || rs[0].Matched != 2 || rs[0].Hits != 1 || !rs[0].UsedUp() {
+		t.Fatalf("Rules: %+v, %v", rs, err)
+	}
+	for _, bad := range []rules.Rule{{Method: "ADDD", Code: "11"}, {Method: "ADD", Code: "Unavailable"}, {Method: "VERSION", Code: "1"}, {ID: "cni-1", Method: "DEL", Code: "11"}} {
+		if _, err := ff.Add(bad); err == nil {
+			t.Errorf("Add(%+v) accepted", bad)
+		}
+	}
+	if err := ff.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := ff.Rules(); err != nil || len(rs) != 0 {
+		t.Fatalf("after Reset: %+v, %v", rs, err)
 	}
 }

@@ -61,6 +61,40 @@ type faultCounts struct {
 	Hits    int `json:"hits"`
 }
 
+// faultKey is a rule's key in the state file: its ID and a hash of its definition.
+func faultKey(r rules.Rule) string {
+	def, _ := json.Marshal(r)
+	h := fnv.New64a()
+	h.Write(def)
+	return fmt.Sprintf("%s/%016x", r.ID, h.Sum64())
+}
+
+// newFaultSet is a set that takes cni-fake's rules: CNI verbs and CNI error numbers.
+// src, when not nil, is the random source.
+func newFaultSet(src rand.Source) *rules.Set {
+	opts := []rules.Option{rules.WithMethods(faultVerbs...), rules.WithCodes(rules.CNICodes)}
+	if src != nil {
+		opts = append(opts, rules.WithSource(src))
+	}
+	return rules.NewSet(0, opts...)
+}
+
+// validateFaultRule checks a rule as cni-fake applies it; where names it in errors.
+func validateFaultRule(set *rules.Set, r rules.Rule, where string) error {
+	if strings.EqualFold(r.Method, "VERSION") {
+		return configError("%s: VERSION carries no network configuration, so no fault rule can reach it; the verbs are %s", where, strings.Join(faultVerbs, ", "))
+	}
+	if err := set.Validate(r); err != nil {
+		return configError("%s: %v", where, err)
+	}
+	for k := range r.Match {
+		if strings.HasPrefix(k, "CNI_") && !slices.Contains(faultEnv, k) && !strings.HasPrefix(k, "CNI_ARGS.") {
+			return configError("%s: match key %q is not a CNI variable (%s, or CNI_ARGS.KEY for one CNI_ARGS pair)", where, k, strings.Join(faultEnv, ", "))
+		}
+	}
+	return nil
+}
+
 // faultRules reads the configuration's rules (the "faults" list first, then faultsFile's) and
 // its seed. Errors are invalid-configuration errors naming the rule.
 func faultRules(conf *NetConf, set *rules.Set) (rs []rules.Rule, seed uint64, seeded bool, err error) {
@@ -101,16 +135,8 @@ func faultRules(conf *NetConf, set *rules.Set) (rs []rules.Rule, seed uint64, se
 	}
 	for _, src := range sources {
 		for i, r := range src.rules {
-			if strings.EqualFold(r.Method, "VERSION") {
-				return nil, 0, false, configError("%s[%d]: VERSION carries no network configuration, so no fault rule can reach it; the verbs are %s", src.where, i, strings.Join(faultVerbs, ", "))
-			}
-			if err := set.Validate(r); err != nil {
-				return nil, 0, false, configError("%s[%d]: %v", src.where, i, err)
-			}
-			for k := range r.Match {
-				if strings.HasPrefix(k, "CNI_") && !slices.Contains(faultEnv, k) && !strings.HasPrefix(k, "CNI_ARGS.") {
-					return nil, 0, false, configError("%s[%d]: match key %q is not a CNI variable (%s, or CNI_ARGS.KEY for one CNI_ARGS pair)", src.where, i, k, strings.Join(faultEnv, ", "))
-				}
+			if err := validateFaultRule(set, r, fmt.Sprintf("%s[%d]", src.where, i)); err != nil {
+				return nil, 0, false, err
 			}
 			rs = append(rs, r)
 		}
@@ -125,7 +151,7 @@ func (p *Call) injectFault(verb string, args *skel.CmdArgs, conf *NetConf) error
 		return nil
 	}
 	src := rand.NewPCG(0, 0)
-	set := rules.NewSet(0, rules.WithMethods(faultVerbs...), rules.WithCodes(rules.CNICodes), rules.WithSource(src))
+	set := newFaultSet(src)
 	rs, seed, seeded, err := faultRules(conf, set)
 	if err != nil || len(rs) == 0 {
 		return err
@@ -137,10 +163,7 @@ func (p *Call) injectFault(verb string, args *skel.CmdArgs, conf *NetConf) error
 	keys := make([]string, len(rs))
 	for i, r := range rs {
 		r.ID = ids[i]
-		def, _ := json.Marshal(r)
-		h := fnv.New64a()
-		h.Write(def)
-		keys[i] = fmt.Sprintf("%s/%016x", r.ID, h.Sum64())
+		keys[i] = faultKey(r)
 	}
 
 	var fault rules.Fault
@@ -260,15 +283,9 @@ func updateFaultState(path string, f func(*faultState)) error {
 			return fmt.Errorf("lock %s: %v", path, err)
 		}
 	}
-	b, err := io.ReadAll(file)
+	st, err := readFaultState(file, path)
 	if err != nil {
 		return err
-	}
-	st := &faultState{}
-	if len(strings.TrimSpace(string(b))) > 0 {
-		if err := json.Unmarshal(b, st); err != nil {
-			return fmt.Errorf("%s is not a fault state file (delete it to start counting afresh): %v", path, err)
-		}
 	}
 	f(st)
 	out, err := json.Marshal(st)
@@ -280,4 +297,18 @@ func updateFaultState(path string, f func(*faultState)) error {
 	}
 	_, err = file.WriteAt(out, 0)
 	return err
+}
+
+func readFaultState(r io.Reader, path string) (*faultState, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	st := &faultState{}
+	if len(strings.TrimSpace(string(b))) > 0 {
+		if err := json.Unmarshal(b, st); err != nil {
+			return nil, fmt.Errorf("%s is not a fault state file (delete it to start counting afresh): %v", path, err)
+		}
+	}
+	return st, nil
 }

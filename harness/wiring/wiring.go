@@ -7,6 +7,7 @@
 //	DIR/run/csi/csi.sock         the CSI node plugin (the DaemonSet's socket)
 //	DIR/run/csi/controller.sock  the CSI controller plugin (the Deployment's socket)
 //	DIR/etc/cni/net.d/           CNI configuration (first file in name order wins)
+//	DIR/etc/cni/faults.json      cni-fake's fault rules (the conflist's faultsFile; Node.CNIFaults)
 //	DIR/opt/cni/bin/             CNI plugin binaries (cni-fake with ExecCNI, portmap with Portmap)
 //	DIR/var/log/plugsim/         trace files: cni.jsonl (cni-fake), cri.jsonl, csi.jsonl
 //	DIR/var/lib/kubelet/         where the kubelet's staging and target paths go
@@ -33,6 +34,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/plugsim/plugsim/cni-fake/inprocess"
+	"github.com/plugsim/plugsim/cni-fake/plugin"
 	criserver "github.com/plugsim/plugsim/cri-fake/server"
 	"github.com/plugsim/plugsim/csi-fake/driver"
 	csiserver "github.com/plugsim/plugsim/csi-fake/server"
@@ -93,6 +95,9 @@ type Node struct {
 	CNIBinDir  string
 	CNILog     string
 	KubeletDir string
+	// CNIFaultsFile is the faultsFile the conflist names: cni-fake's fault rules, read at every
+	// call (change them with CNIFaults).
+	CNIFaultsFile string
 
 	CRI *criserver.Server
 	CSI *csiserver.Server
@@ -200,6 +205,7 @@ func StartNode(o Options) (_ *Node, retErr error) {
 	n.CNIBinDir = filepath.Join(dir, "opt/cni/bin")
 	n.CNILog = filepath.Join(dir, "var/log/plugsim/cni.jsonl")
 	n.KubeletDir = filepath.Join(dir, "var/lib/kubelet")
+	n.CNIFaultsFile = filepath.Join(dir, "etc/cni/faults.json")
 	for _, d := range []string{n.CNIConfDir, n.CNIBinDir, filepath.Dir(n.CNILog), n.KubeletDir, filepath.Join(dir, "run/csi")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
@@ -211,7 +217,10 @@ func StartNode(o Options) (_ *Node, retErr error) {
 		}
 	}
 	if o.CNI == "default" {
-		if err := os.WriteFile(filepath.Join(n.CNIConfDir, "10-plugsim.conflist"), Conflist("plugsim", "10.88.0.0/16", n.CNILog, filepath.Join(dir, "var/lib/cni"), o.Portmap), 0o644); err != nil {
+		if err := n.CNIFaults().Reset(); err != nil { // the conflist names it: it must exist
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(n.CNIConfDir, "10-plugsim.conflist"), Conflist("plugsim", "10.88.0.0/16", n.CNILog, filepath.Join(dir, "var/lib/cni"), n.CNIFaultsFile, o.Portmap), 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -333,9 +342,10 @@ func (n *Node) installPlugins(o Options) error {
 }
 
 // Conflist is the network configuration the harness installs: cni-fake with its own IPAM,
-// logging each invocation to logFile, then (withPortmap) portmap for hostPort mappings. It has the
-// shape of Calico's 10-calico.conflist in the source note: the main plugin, then portmap.
-func Conflist(name, subnet, logFile, dataDir string, withPortmap bool) []byte {
+// logging each invocation to logFile and taking fault rules from faultsFile (when not ""), then
+// (withPortmap) portmap for hostPort mappings. It has the shape of Calico's 10-calico.conflist in
+// the source note: the main plugin, then portmap.
+func Conflist(name, subnet, logFile, dataDir, faultsFile string, withPortmap bool) []byte {
 	portmap := ""
 	if withPortmap {
 		portmap = `,
@@ -345,6 +355,11 @@ func Conflist(name, subnet, logFile, dataDir string, withPortmap bool) []byte {
       "capabilities": { "portMappings": true }
     }`
 	}
+	faults := ""
+	if faultsFile != "" {
+		faults = fmt.Sprintf(`
+      "faultsFile": %q,`, faultsFile)
+	}
 	return fmt.Appendf(nil, `{
   "cniVersion": "1.1.0",
   "name": %q,
@@ -353,7 +368,7 @@ func Conflist(name, subnet, logFile, dataDir string, withPortmap bool) []byte {
       "type": "cni-fake",
       "mode": "fake",
       "dataDir": %q,
-      "logFile": %q,
+      "logFile": %q,%s
       "capabilities": { "dns": true },
       "ipam": {
         "type": "cni-fake",
@@ -363,7 +378,7 @@ func Conflist(name, subnet, logFile, dataDir string, withPortmap bool) []byte {
     }%s
   ]
 }
-`, name, dataDir, logFile, subnet, portmap)
+`, name, dataDir, logFile, faults, subnet, portmap)
 }
 
 // WriteCrictlConfig writes a crictl config pointing at the endpoint.
@@ -386,7 +401,7 @@ func (n *Node) Env() *scenario.Env {
 	env := &scenario.Env{
 		CRI:    n.CRIConn,
 		CNI:    &scenario.CNIEnv{ConfDir: n.CNIConfDir, BinDirs: []string{n.CNIBinDir}, CacheDir: filepath.Join(n.Dir, "var/lib/cni/cache"), Exec: n.cniExec},
-		Faults: map[string]scenario.FaultTarget{scenario.CRI: FaultSet{n.CRI.Faults()}},
+		Faults: map[string]scenario.FaultTarget{scenario.CRI: FaultSet{n.CRI.Faults()}, scenario.CNI: CNIFaultFile{n.CNIFaults()}},
 		Trace:  n.Collector(),
 		Vars:   n.Vars(),
 	}
@@ -434,6 +449,23 @@ func (n *Node) Close() error {
 	})
 	return n.closeErr
 }
+
+// CNIFaults are cni-fake's fault rules (in CNIFaultsFile, which the conflist names), with the
+// counts cni-fake keeps for them across its calls:
+//
+//	node.CNIFaults().Add(faults.Rule{Method: "ADD", Code: "11", Message: "no IP addresses available", After: 2, Times: 1})
+func (n *Node) CNIFaults() plugin.FaultFile {
+	return plugin.FaultFile{Path: n.CNIFaultsFile, DataDir: filepath.Join(n.Dir, "var/lib/cni"), Network: "plugsim"}
+}
+
+// CNIFaultFile adapts cni-fake's fault file to scenario.FaultTarget.
+type CNIFaultFile struct{ plugin.FaultFile }
+
+// AddFaults adds rules.
+func (f CNIFaultFile) AddFaults(r ...faults.Rule) ([]string, error) { return f.Add(r...) }
+
+// ClearFaults removes every rule.
+func (f CNIFaultFile) ClearFaults() error { return f.Reset() }
 
 // FaultSet adapts an in-process fault set to scenario.FaultTarget.
 type FaultSet struct{ *faults.Set }
