@@ -64,7 +64,9 @@ func TestCnitoolFaults(t *testing.T) {
 		// cnitool caches results under /var/lib/cni/results by a container ID it derives from
 		// the netns path; DEL removes the entry, and so does the cleanup if DEL is not reached.
 		sum := sha512.Sum512([]byte(netns))
-		t.Cleanup(func() { os.Remove(filepath.Join("/var/lib/cni/results", fmt.Sprintf("%s-cnitool-%x-eth0", network, sum[:10]))) })
+		t.Cleanup(func() {
+			os.Remove(filepath.Join("/var/lib/cni/results", fmt.Sprintf("%s-cnitool-%x-eth0", network, sum[:10])))
+		})
 		out, err := cnitool("add", netns)
 		if i == 3 {
 			if err == nil || !strings.Contains(out, "no IP addresses available in range set") {
