@@ -20,6 +20,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/plugsim/plugsim/cni-fake/netnstest"
+	"github.com/plugsim/plugsim/cni-fake/plugin"
 )
 
 // exampleList loads examples/cni/10-plugsim.conflist the way a runtime would, with cni-fake's
@@ -111,7 +112,7 @@ func TestLibcniChainFakeMode(t *testing.T) {
 	for _, v := range allVersions {
 		t.Run(v, func(t *testing.T) {
 			dir := t.TempDir()
-			list := exampleList(t, dir, modeFake, v)
+			list := exampleList(t, dir, plugin.ModeFake, v)
 			cfg := libcniConfig(t)
 			rt := containerdRuntimeConf("fake1", "/var/run/netns/plugsim-fake-1")
 			r, err := cfg.AddNetworkList(ctx, list, rt)
@@ -162,7 +163,7 @@ func TestLibcniChainFakeMode(t *testing.T) {
 // failing plugin), which containerd turns into NetworkReady=false.
 func TestLibcniStatusNotAvailable(t *testing.T) {
 	dir := t.TempDir()
-	list := exampleList(t, dir, modeFake, "1.1.0")
+	list := exampleList(t, dir, plugin.ModeFake, "1.1.0")
 	file := filepath.Join(dir, "file")
 	os.WriteFile(file, nil, 0o600)
 	var m map[string]any
@@ -194,10 +195,10 @@ func TestLibcniChainVethMode(t *testing.T) {
 		t.Run(v, func(t *testing.T) {
 			hostNS, podNS := netnstest.New(t), netnstest.New(t)
 			dir := t.TempDir()
-			list := exampleList(t, dir, modeVeth, v)
+			list := exampleList(t, dir, plugin.ModeVeth, v)
 			cfg := libcniConfig(t)
 			rt := containerdRuntimeConf("veth1", podNS.Path())
-			hostVeth := hostIfName("veth", "plugsim", "veth1", "eth0")
+			hostVeth := plugin.HostIfName("veth", "plugsim", "veth1", "eth0")
 			var res *current.Result
 			inHost(t, hostNS, func() error {
 				r, err := cfg.AddNetworkList(ctx, list, rt)
@@ -272,7 +273,7 @@ func TestLibcniGCRemovesStaleVeth(t *testing.T) {
 	ctx := context.Background()
 	hostNS, pod1, pod2 := netnstest.New(t), netnstest.New(t), netnstest.New(t)
 	dir := t.TempDir()
-	list := exampleList(t, dir, modeVeth, "1.1.0")
+	list := exampleList(t, dir, plugin.ModeVeth, "1.1.0")
 	cfg := libcniConfig(t)
 	rt1, rt2 := containerdRuntimeConf("keep", pod1.Path()), containerdRuntimeConf("stale", pod2.Path())
 	inHost(t, hostNS, func() error {
@@ -285,7 +286,7 @@ func TestLibcniGCRemovesStaleVeth(t *testing.T) {
 		return forgetful.GCNetworkList(ctx, list, &libcni.GCArgs{ValidAttachments: []types.GCAttachment{{ContainerID: "keep", IfName: "eth0"}}})
 	})
 	links := netnstest.Links(t, hostNS)
-	if !slices.Contains(links, hostIfName("veth", "plugsim", "keep", "eth0")) || slices.Contains(links, hostIfName("veth", "plugsim", "stale", "eth0")) {
+	if !slices.Contains(links, plugin.HostIfName("veth", "plugsim", "keep", "eth0")) || slices.Contains(links, plugin.HostIfName("veth", "plugsim", "stale", "eth0")) {
 		t.Fatalf("host links after GC: %v; want keep's veth only", links)
 	}
 	if slices.Contains(netnstest.Links(t, pod2), "eth0") {
@@ -334,7 +335,7 @@ func TestLibcniVethDualStack(t *testing.T) {
 	ctx := context.Background()
 	hostNS, podNS := netnstest.New(t), netnstest.New(t)
 	dir := t.TempDir()
-	list := exampleList(t, dir, modeVeth, "1.1.0")
+	list := exampleList(t, dir, plugin.ModeVeth, "1.1.0")
 	var m map[string]any
 	json.Unmarshal(list.Bytes, &m)
 	m["plugins"].([]any)[0].(map[string]any)["ipam"] = map[string]any{
@@ -399,7 +400,7 @@ func TestLibcniVethDelAfterNetnsGone(t *testing.T) {
 	ctx := context.Background()
 	hostNS, podNS := netnstest.New(t), netnstest.New(t)
 	dir := t.TempDir()
-	list := exampleList(t, dir, modeVeth, "1.1.0")
+	list := exampleList(t, dir, plugin.ModeVeth, "1.1.0")
 	cfg := libcniConfig(t)
 	rt := containerdRuntimeConf("gone", podNS.Path())
 	inHost(t, hostNS, func() error {
@@ -416,7 +417,7 @@ func TestLibcniVethDelAfterNetnsGone(t *testing.T) {
 	if l := networkLeases(t, dir, "plugsim"); len(l) != 0 {
 		t.Fatalf("leases after DEL with an empty netns: %v", l)
 	}
-	if links := netnstest.Links(t, hostNS); slices.Contains(links, hostIfName("veth", "plugsim", "gone", "eth0")) {
+	if links := netnstest.Links(t, hostNS); slices.Contains(links, plugin.HostIfName("veth", "plugsim", "gone", "eth0")) {
 		t.Fatalf("host veth left: %v", links)
 	}
 }

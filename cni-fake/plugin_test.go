@@ -14,6 +14,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
 
+	"github.com/plugsim/plugsim/cni-fake/plugin"
 	"github.com/plugsim/plugsim/harness/trace"
 )
 
@@ -130,7 +131,7 @@ func TestBadInputGivesTheRightCode(t *testing.T) {
 			if o := run(t, call{cmd: "ADD", containerID: "c1", netns: "/x", ifName: "eth0", stdin: good(dir)}); o.err != nil {
 				t.Fatalf("first ADD: %v", o.err)
 			}
-		}, func(dir string) call { return call{containerID: "c1", stdin: good(dir)} }, errAttachmentExists, "already holds"},
+		}, func(dir string) call { return call{containerID: "c1", stdin: good(dir)} }, plugin.ErrAttachmentExists, "already holds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -404,7 +405,7 @@ func TestInvocationLogUsesTheTraceFormat(t *testing.T) {
 	if json.Unmarshal(add.Response, &resp) != nil || resp["ips"] == nil {
 		t.Fatalf("response is not the result: %s", add.Response)
 	}
-	if dup.Code != fmt.Sprint(errAttachmentExists) || dup.Caller != "cnitool" || !strings.Contains(dup.Error, "already holds") || !strings.Contains(string(dup.Response), `"code":100`) {
+	if dup.Code != fmt.Sprint(plugin.ErrAttachmentExists) || dup.Caller != "cnitool" || !strings.Contains(dup.Error, "already holds") || !strings.Contains(string(dup.Response), `"code":100`) {
 		t.Fatalf("failed ADD event = %+v", dup)
 	}
 	if del.Method != "DEL" || del.Caller != "cri-fake" || del.Attrs["released"] != "10.77.0.2" || del.DurationNS <= 0 {

@@ -83,7 +83,7 @@ Without --cri-endpoint or --dir it starts a fresh cri-fake (and csi-fake) with t
 		if traced {
 			capacity = 0 // the default ring
 		}
-		n, err := wiring.StartNode(wiring.Options{CNI: *cni, Portmap: t.portmapOK, BinDir: t.binDir, NoCSI: !*withCSI, TraceCapacity: capacity})
+		n, err := wiring.StartNode(wiring.Options{CNI: *cni, ExecCNI: true, Portmap: t.portmapOK, BinDir: t.binDir, NoCSI: !*withCSI, TraceCapacity: capacity})
 		if err != nil {
 			return err
 		}

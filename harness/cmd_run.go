@@ -100,6 +100,7 @@ func (t *target) node(sc *scenario.Scenario, dir string) (*scenario.Env, bool, f
 	o := wiring.Options{
 		Dir:             dir,
 		CNI:             sc.Setup.CNI,
+		ExecCNI:         true, // the binary, as a runtime runs it
 		Portmap:         t.portmapOK,
 		BinDir:          t.binDir,
 		RuntimeHandlers: sc.Setup.RuntimeHandlers,

@@ -39,7 +39,7 @@ CRI endpoint and watch.
 	if st, err := wiring.ReadState(abs); err == nil && processAlive(st.PID) {
 		return fmt.Errorf("a node is already up in %s (pid %d): stop it with `harness down --dir %s`", abs, st.PID, abs)
 	}
-	n, err := wiring.StartNode(wiring.Options{Dir: abs, CNI: *cni, Portmap: t.portmapOK, BinDir: *binDir, Admin: true})
+	n, err := wiring.StartNode(wiring.Options{Dir: abs, CNI: *cni, ExecCNI: true, Portmap: t.portmapOK, BinDir: *binDir, Admin: true})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/types"
 	types100 "github.com/containernetworking/cni/pkg/types/100"
 )
@@ -30,6 +31,10 @@ type CNIOptions struct {
 	ConfDir  string
 	BinDirs  []string
 	CacheDir string
+	// Exec runs the plugins; nil means libcni's default, which execs each plugin's binary from
+	// BinDirs as containerd does. cni-fake/inprocess runs cni-fake in this process instead (for
+	// unit tests: no binary to build) and execs the others.
+	Exec invoke.Exec
 	// Observe, when set, is called after every ADD and DEL (the trace of the CNI boundary as the
 	// runtime sees it).
 	Observe func(verb string, pod Pod, list *libcni.NetworkConfigList, rt *libcni.RuntimeConf, res types.Result, err error, took time.Duration)
@@ -52,7 +57,7 @@ type CNI struct {
 // NewCNI returns a CNI network over a conf directory and plugin directories. The directory need
 // not exist yet; until a valid config appears the network is not ready.
 func NewCNI(opts CNIOptions) *CNI {
-	c := &CNI{opts: opts, cni: libcni.NewCNIConfigWithCacheDir(opts.BinDirs, opts.CacheDir, nil)}
+	c := &CNI{opts: opts, cni: libcni.NewCNIConfigWithCacheDir(opts.BinDirs, opts.CacheDir, opts.Exec)}
 	c.reload()
 	return c
 }

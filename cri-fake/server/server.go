@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/invoke"
 	cnitypes "github.com/containernetworking/cni/pkg/types"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -67,6 +68,9 @@ type Options struct {
 	CNIConfDir string
 	// CNIBinDirs are searched for CNI plugins (default /opt/cni/bin).
 	CNIBinDirs []string
+	// CNIExec runs the CNI plugins; nil execs their binaries from CNIBinDirs, as containerd
+	// does. inprocess.New() (package cni-fake/inprocess) runs cni-fake in this process instead.
+	CNIExec invoke.Exec
 	// NetNS is "placeholder" (default) or "real" (root only: real network namespaces).
 	NetNS string
 
@@ -160,15 +164,17 @@ func Start(opts Options) (_ *Server, retErr error) {
 		s.rec, s.ownRec = r, true
 	}
 	s.faults = opts.Faults
+	// The set knows the methods served, so a rule naming another one is refused.
+	fopts := []faults.Option{faults.WithMethods(Methods()...), faults.WithGRPCCodes()}
 	if s.faults == nil && opts.FaultsFile != "" {
-		fs, err := faults.Load(opts.FaultsFile)
+		fs, err := faults.Load(opts.FaultsFile, fopts...)
 		if err != nil {
 			return nil, err
 		}
 		s.faults = fs
 	}
 	if s.faults == nil {
-		s.faults = faults.NewSet(uint64(time.Now().UnixNano()))
+		s.faults = faults.NewSet(uint64(time.Now().UnixNano()), fopts...)
 	}
 
 	fx := opts.Fixtures
@@ -235,6 +241,7 @@ func Start(opts Options) (_ *Server, retErr error) {
 			ConfDir:  opts.CNIConfDir,
 			BinDirs:  binDirs,
 			CacheDir: filepath.Join(opts.RootDir, "cni-cache"),
+			Exec:     opts.CNIExec,
 			Observe:  s.observeCNI,
 		})
 	}
@@ -314,7 +321,7 @@ func Start(opts Options) (_ *Server, retErr error) {
 	newGRPC := func() *grpc.Server {
 		return grpc.NewServer(
 			// The fault rules run inside the trace, so an injected fault is what the trace shows.
-			grpc.UnaryInterceptor(s.rec.UnaryServerInterceptorWith(boundary, s.faults.UnaryServerInterceptor())),
+			grpc.UnaryInterceptor(s.rec.UnaryServerInterceptorWith(boundary, s.faults)),
 			grpc.ChainStreamInterceptor(s.rec.StreamServerInterceptor(boundary), s.faults.StreamServerInterceptor()),
 			grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20),
 			// Calls run on a few long-lived worker goroutines instead of a new goroutine per
@@ -502,6 +509,12 @@ func (s *Server) Recorder() *trace.Recorder { return s.rec }
 
 // Faults are the fault rules applied to every call; change them at any time.
 func (s *Server) Faults() *faults.Set { return s.faults }
+
+// Methods are the full names of the methods cri-fake serves (runtime.v1 RuntimeService and
+// ImageService), which its fault rules may name.
+func Methods() []string {
+	return faults.MethodsOf(&runtimeapi.RuntimeService_ServiceDesc, &runtimeapi.ImageService_ServiceDesc)
+}
 
 // Runtime is the RuntimeService implementation (for direct inspection in tests).
 func (s *Server) Runtime() *runtime.Service { return s.runtime }

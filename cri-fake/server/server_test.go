@@ -19,6 +19,7 @@ import (
 
 	"github.com/plugsim/plugsim/harness/admin"
 	"github.com/plugsim/plugsim/harness/faults"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 type clients struct {
@@ -86,8 +87,12 @@ func filepathOf(ep string) (string, error) { return strings.TrimPrefix(ep, "unix
 func TestFaultsAndTrace(t *testing.T) {
 	ctx := context.Background()
 	s, c := start(t, Options{})
-	if _, err := s.Faults().Add(faults.Rule{Method: "PullImage", Match: map[string]string{"image.image": "*busybox*"}, Code: "Unavailable", Message: "registry down", Times: 1}); err != nil {
+	ids, err := s.Faults().Add(faults.Rule{Method: "PullImage", Match: map[string]string{"image.image": "*busybox*"}, Code: "Unavailable", Message: "registry down", Times: 1})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := s.Faults().Add(faults.Rule{Method: "PullImag", Code: "Unavailable"}); err == nil || !strings.Contains(err.Error(), "did you mean PullImage?") {
+		t.Fatalf("a misspelt method: %v", err)
 	}
 	pull := func(img string) error {
 		_, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: img},
@@ -106,6 +111,12 @@ func TestFaultsAndTrace(t *testing.T) {
 	evs := s.Recorder().Events()
 	if len(evs) != 3 || evs[1].Code != "Unavailable" || evs[2].Code != "OK" {
 		t.Fatalf("trace codes: %+v", evs)
+	}
+	if evs[1].Attrs[trace.FaultAttr] != ids[0] || evs[0].Attrs[trace.FaultAttr] != "" || evs[2].Attrs[trace.FaultAttr] != "" {
+		t.Fatalf("the fault is not named in its event alone: %v %v %v", evs[0].Attrs, evs[1].Attrs, evs[2].Attrs)
+	}
+	if r, _ := s.Faults().Rule(ids[0]); r.Hits != 1 || r.Matched != 1 {
+		t.Fatalf("used-up rule: %+v", r)
 	}
 	for _, ev := range evs {
 		if strings.Contains(string(ev.Request), "hunter2") {

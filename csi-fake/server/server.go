@@ -188,12 +188,14 @@ func Start(opts Options) (_ *Server, retErr error) {
 	}
 	s.faults = opts.Faults
 	if s.faults == nil {
+		// The set knows the methods served, so a rule naming another one is refused.
+		fopts := []faults.Option{faults.WithMethods(Methods()...), faults.WithGRPCCodes()}
 		if opts.FaultsFile != "" {
-			if s.faults, err = faults.Load(opts.FaultsFile); err != nil {
+			if s.faults, err = faults.Load(opts.FaultsFile, fopts...); err != nil {
 				return nil, err
 			}
 		} else {
-			s.faults = faults.NewSet(1)
+			s.faults = faults.NewSet(1, fopts...)
 		}
 	}
 
@@ -255,6 +257,13 @@ func Start(opts Options) (_ *Server, retErr error) {
 	return s, nil
 }
 
+// Methods are the full names of the methods csi-fake serves (the CSI services and the kubelet's
+// plugin registration), which its fault rules may name.
+func Methods() []string {
+	return faults.MethodsOf(&csi.Identity_ServiceDesc, &csi.Controller_ServiceDesc, &csi.Node_ServiceDesc,
+		&csi.GroupController_ServiceDesc, &csi.SnapshotMetadata_ServiceDesc, &registerapi.Registration_ServiceDesc)
+}
+
 // MemoryTempDir returns /dev/shm when it is a writable directory (tmpfs on Linux), else the
 // default temp directory.
 func MemoryTempDir() string {
@@ -274,9 +283,9 @@ func (s *Server) interceptors(iface string) grpc.ServerOption {
 	}
 	// Without call logging the fault rules run inside the trace interceptor itself, which saves
 	// the closure gRPC's interceptor chain allocates on every call.
-	var inner grpc.UnaryServerInterceptor
+	var inner trace.Injector
 	if !s.opts.LogCalls {
-		inner = s.faults.UnaryServerInterceptor()
+		inner = s.faults
 	}
 	node := s.rec.UnaryServerInterceptorWith(trace.Boundary{Interface: iface, Caller: "kubelet", Callee: name}, inner)
 	ctrl := s.rec.UnaryServerInterceptorWith(trace.Boundary{Interface: iface, Caller: "csi-controller", Callee: name}, inner)

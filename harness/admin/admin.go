@@ -232,6 +232,23 @@ func (c *Client) AddFaults(rules ...faults.Rule) ([]string, error) {
 	return out.Added, json.Unmarshal(b, &out)
 }
 
+// Faults returns the rules with their counts (Matched, Hits), used-up ones included.
+func (c *Client) Faults() ([]faults.Rule, error) {
+	resp, err := c.http.Get("http://admin/faults")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("admin: GET /faults: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	var out struct {
+		Rules []faults.Rule `json:"rules"`
+	}
+	return out.Rules, json.Unmarshal(b, &out)
+}
+
 // ClearFaults removes every rule.
 func (c *Client) ClearFaults() error {
 	req, _ := http.NewRequest(http.MethodDelete, "http://admin/faults", nil)

@@ -3,6 +3,8 @@ package faults
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +58,8 @@ func TestCheckMatching(t *testing.T) {
 	}
 }
 
-func TestTimesAndProbability(t *testing.T) {
+// A rule limited by Times stays in Rules once used up, so its hits can be asserted.
+func TestTimesKeepsTheCounts(t *testing.T) {
 	s := NewSet(7)
 	s.Add(Rule{ID: "twice", Method: "StopContainer", Code: "DeadlineExceeded", Times: 2})
 	for i, want := range []bool{true, true, false} {
@@ -64,9 +67,45 @@ func TestTimesAndProbability(t *testing.T) {
 			t.Fatalf("call %d: hit = %v, want %v", i, hit, want)
 		}
 	}
-	if len(s.Rules()) != 0 {
-		t.Fatal("a used-up rule should be removed")
+	rs := s.Rules()
+	if len(rs) != 1 || rs[0].Hits != 2 || rs[0].Matched != 2 || !rs[0].UsedUp() {
+		t.Fatalf("rules after use: %+v", rs)
 	}
+	if r, ok := s.Rule("twice"); !ok || r.Hits != 2 {
+		t.Fatalf("Rule(twice) = %+v, %v", r, ok)
+	}
+}
+
+// cri-fake's set knows its methods: a misspelt one is refused with the names it could have been.
+func TestMethodsOfTheFake(t *testing.T) {
+	s := NewSet(0, WithMethods(MethodsOf(&runtimeapi.RuntimeService_ServiceDesc, &runtimeapi.ImageService_ServiceDesc)...), WithGRPCCodes())
+	_, err := s.Add(Rule{Method: "PullImag", Code: "Unavailable"})
+	if err == nil || !strings.Contains(err.Error(), "did you mean PullImage?") || !strings.Contains(err.Error(), "RunPodSandbox") {
+		t.Fatalf("misspelt method: err = %v", err)
+	}
+	for _, m := range []string{"PullImage", "GetContainerEvents", "/runtime.v1.RuntimeService/RunPodSandbox", "*"} {
+		if _, err := s.Add(Rule{Method: m, Code: "Unavailable"}); err != nil {
+			t.Errorf("%s: %v", m, err)
+		}
+	}
+	if _, err := s.Add(Rule{Method: "PullImage", Code: "11"}); err == nil {
+		t.Error("a CNI code accepted by a gRPC fake")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "faults.yaml")
+	os.WriteFile(file, []byte("rules:\n- method: PullImage\n  code: Unavailable\n- method: RunPodSandbx\n  code: Internal\n"), 0o644)
+	if _, err := Load(file, WithMethods(MethodsOf(&runtimeapi.RuntimeService_ServiceDesc)...)); err == nil ||
+		!strings.Contains(err.Error(), file+": rules[0]") {
+		t.Fatalf("Load with an ImageService rule into a RuntimeService-only set: %v", err)
+	}
+	if _, err := Load(file, WithMethods(MethodsOf(&runtimeapi.RuntimeService_ServiceDesc, &runtimeapi.ImageService_ServiceDesc)...)); err == nil ||
+		!strings.Contains(err.Error(), file+": rules[1]") || !strings.Contains(err.Error(), "did you mean RunPodSandbox?") {
+		t.Fatalf("Load with a misspelt method: %v", err)
+	}
+}
+
+func TestProbability(t *testing.T) {
+	s := NewSet(7)
 	s.Add(Rule{Method: "Version", Code: "Unavailable", Probability: 0.5})
 	hits := 0
 	for i := 0; i < 1000; i++ {
@@ -142,5 +181,28 @@ func TestUnaryInterceptor(t *testing.T) {
 	}
 	if err := (Fault{Delay: time.Hour}).Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Wait = %v", err)
+	}
+}
+
+// Inject names the rule it applied, for the trace; its error is the status the client gets and
+// names the rule too.
+func TestInjectNamesTheRule(t *testing.T) {
+	s := NewSet(0)
+	if f, err := s.Inject(context.Background(), "/runtime.v1.RuntimeService/Version", &runtimeapi.VersionRequest{}); f != "" || err != nil {
+		t.Fatalf("no rules: %q, %v", f, err)
+	}
+	s.Add(Rule{ID: "down", Method: "Version", Code: "Unavailable", Message: "runtime is down", Times: 1},
+		Rule{ID: "slow", Method: "Version", Delay: Duration(time.Millisecond)})
+	f, err := s.Inject(context.Background(), "/runtime.v1.RuntimeService/Version", &runtimeapi.VersionRequest{})
+	var ie *InjectedError
+	if f != "down" || status.Code(err) != codes.Unavailable || status.Convert(err).Message() != "runtime is down" || !errors.As(err, &ie) || ie.InjectedFault() != "down" {
+		t.Fatalf("first call: %q, %v", f, err)
+	}
+	if f, err := s.Inject(context.Background(), "/runtime.v1.RuntimeService/Version", &runtimeapi.VersionRequest{}); f != "slow" || err != nil {
+		t.Fatalf("second call (delay only): %q, %v", f, err)
+	}
+	var nilSet *Set
+	if f, err := nilSet.Inject(context.Background(), "/x/Y", nil); f != "" || err != nil || nilSet.Rules() != nil {
+		t.Fatal("a nil set injects")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/plugsim/plugsim/harness/trace"
@@ -23,6 +24,9 @@ type CNIEnv struct {
 	ConfDir  string
 	BinDirs  []string
 	CacheDir string
+	// Exec runs the plugins (nil: libcni's default, which execs each from BinDirs); the node
+	// the harness starts for a Go test runs cni-fake in-process (cni-fake/inprocess).
+	Exec invoke.Exec
 }
 
 type cniRequest struct {
@@ -86,7 +90,7 @@ func (r *runner) cniCall(ctx context.Context, st *Step) outcome {
 	if err != nil {
 		return outcome{code: "OK", err: err}
 	}
-	cfg := libcni.NewCNIConfigWithCacheDir(env.BinDirs, env.CacheDir, nil)
+	cfg := libcni.NewCNIConfigWithCacheDir(env.BinDirs, env.CacheDir, env.Exec)
 	rt := &libcni.RuntimeConf{
 		ContainerID:    req.ContainerID,
 		NetNS:          req.NetNS,

@@ -542,7 +542,7 @@ func (p *parser) faultStep(st *Step, n *yaml.Node, where string) {
 	}
 	for i, rn := range list {
 		w := fmt.Sprintf("%s.rules[%d]", where, i)
-		p.fields(rn, w, mapOf([]string{"id", "method", "match", "code", "message", "delay", "times", "probability"}, func(k, v *yaml.Node) {}))
+		p.fields(rn, w, mapOf([]string{"id", "method", "verb", "match", "code", "message", "delay", "after", "times", "probability"}, func(k, v *yaml.Node) {}))
 		if p.err != nil {
 			return
 		}

@@ -29,12 +29,12 @@ func TestCallerMetadataNamesTheCaller(t *testing.T) {
 // request and response, whatever the inner interceptor (fault rules) made of it.
 func TestRingMixesCallsAndEvents(t *testing.T) {
 	rec, _ := New(Options{Capacity: 3})
-	failing := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if info.FullMethod == "/runtime.v1.RuntimeService/StopPodSandbox" {
-			return nil, status.Error(codes.Unavailable, "injected")
+	failing := injectFunc(func(ctx context.Context, method string, req any) (string, error) {
+		if method == "/runtime.v1.RuntimeService/StopPodSandbox" {
+			return "stop-rule", status.Error(codes.Unavailable, "injected")
 		}
-		return h(ctx, req)
-	}
+		return "", nil
+	})
 	ic := rec.UnaryServerInterceptorWith(Boundary{Interface: CRI, Caller: "kubelet", Callee: "cri-fake"}, failing)
 	h := func(ctx context.Context, req any) (any, error) {
 		return &runtimeapi.VersionResponse{RuntimeName: "cri-fake"}, nil
@@ -62,11 +62,37 @@ func TestRingMixesCallsAndEvents(t *testing.T) {
 		t.Errorf("Version call read back as %+v", v)
 	}
 	f := evs[2]
-	if f.Code != "Unavailable" || f.Error != "injected" || f.Response != nil {
-		t.Errorf("injected fault read back as code %q error %q response %s", f.Code, f.Error, f.Response)
+	if f.Code != "Unavailable" || f.Error != "injected" || f.Response != nil || f.Attrs[FaultAttr] != "stop-rule" {
+		t.Errorf("injected fault read back as code %q error %q response %s attrs %v", f.Code, f.Error, f.Response, f.Attrs)
+	}
+	if v.Attrs != nil {
+		t.Errorf("a call no fault touched has attrs %v", v.Attrs)
 	}
 	// A second read gives the same events (rendered once, kept).
 	if again := rec.Events(); string(again[1].Request) != string(v.Request) || again[2].Seq != f.Seq {
 		t.Errorf("second read differs: %+v", again)
+	}
+}
+
+// injectFunc is an Injector written as a function.
+type injectFunc func(ctx context.Context, method string, req any) (string, error)
+
+func (f injectFunc) Inject(ctx context.Context, method string, req any) (string, error) {
+	return f(ctx, method, req)
+}
+
+// A fault that only delays a call lets the handler answer; the event still names it.
+func TestDelayFaultIsNamed(t *testing.T) {
+	rec, _ := New(Options{})
+	slow := injectFunc(func(context.Context, string, any) (string, error) { return "slow-rule", nil })
+	ic := rec.UnaryServerInterceptorWith(Boundary{Interface: CRI, Caller: "kubelet", Callee: "cri-fake"}, slow)
+	called := false
+	h := func(context.Context, any) (any, error) { called = true; return &runtimeapi.VersionResponse{}, nil }
+	if _, err := ic(context.Background(), &runtimeapi.VersionRequest{}, &grpc.UnaryServerInfo{FullMethod: "/runtime.v1.RuntimeService/Version"}, h); err != nil || !called {
+		t.Fatalf("err %v, handler called %v", err, called)
+	}
+	evs := rec.Events()
+	if len(evs) != 1 || evs[0].Code != "OK" || evs[0].Attrs[FaultAttr] != "slow-rule" || evs[0].Seq != 1 || evs[0].Method != "Version" {
+		t.Fatalf("events %+v", evs)
 	}
 }

@@ -3,6 +3,7 @@ package trace
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path"
 	"strconv"
 	"time"
@@ -33,26 +34,49 @@ func (r *Recorder) UnaryServerInterceptor(b Boundary) grpc.UnaryServerIntercepto
 	return r.UnaryServerInterceptorWith(b, nil)
 }
 
-// UnaryServerInterceptorWith is UnaryServerInterceptor with inner, when not nil, run inside the
-// recording, so the trace shows what inner did (cri-fake passes its fault rules). Calling inner
-// from here instead of chaining the two with grpc.ChainUnaryInterceptor saves the closure gRPC's
+// Injector decides, before a call's handler runs, whether to inject a fault into it (package
+// faults' Set is one). Inject returns the name of the fault it applied ("" for none) and the
+// error to answer with instead of calling the handler (nil: call it, after whatever delay the
+// fault asked for).
+type Injector interface {
+	Inject(ctx context.Context, fullMethod string, req any) (fault string, err error)
+}
+
+// FaultAttr is the Attrs key that names the fault injected into a call (the fault rule's ID).
+const FaultAttr = "fault"
+
+// UnaryServerInterceptorWith is UnaryServerInterceptor with in, when not nil, asked before each
+// handler runs, so the trace shows the fault it injected: the code it answered with and, in
+// Attrs[FaultAttr], the rule (cri-fake and csi-fake pass their fault rules). Running it from here
+// instead of chaining two interceptors with grpc.ChainUnaryInterceptor saves the closure gRPC's
 // chain allocates on every call.
-func (r *Recorder) UnaryServerInterceptorWith(b Boundary, in grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
+func (r *Recorder) UnaryServerInterceptorWith(b Boundary, in Injector) grpc.UnaryServerInterceptor {
 	bp := &b
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		start := time.Now()
 		var resp any
 		var err error
+		var fault string
 		if in != nil {
-			resp, err = in(ctx, req, info, handler)
-		} else {
+			fault, err = in.Inject(ctx, info.FullMethod, req)
+		}
+		if err == nil {
 			resp, err = handler(ctx, req)
 		}
-		r.recordCall(call{
+		c := call{
 			b: bp, caller: callerOf(ctx), fullMethod: info.FullMethod,
 			start: start.UnixNano(), dur: int64(time.Since(start)),
 			code: status.Code(err), err: err, req: req, resp: resp,
-		})
+		}
+		if fault != "" {
+			// Rare (a rule hit): the event is built now, with its attribute, rather than making
+			// every recorded call larger by a field that is almost always empty.
+			ev := c.event()
+			ev.Attrs = map[string]string{FaultAttr: fault}
+			r.Record(ev)
+		} else {
+			r.recordCall(c)
+		}
 		return resp, err
 	}
 }
@@ -88,7 +112,10 @@ func (r *Recorder) StreamServerInterceptor(b Boundary) grpc.StreamServerIntercep
 		rs := &recordingStream{ServerStream: ss}
 		err := handler(srv, rs)
 		ev := callEvent(withCaller(ss.Context(), b), info.FullMethod, start, rs.first, nil, err)
-		ev.Attrs = map[string]string{"stream": "true", "sent": strconv.Itoa(rs.sent)}
+		if ev.Attrs == nil {
+			ev.Attrs = map[string]string{}
+		}
+		ev.Attrs["stream"], ev.Attrs["sent"] = "true", strconv.Itoa(rs.sent)
 		r.Record(ev)
 		return err
 	}
@@ -149,6 +176,12 @@ func callEvent(b Boundary, fullMethod string, start time.Time, req, resp any, er
 	}
 	if err != nil {
 		ev.Error = status.Convert(err).Message()
+		// A fault rule's error names the rule (faults.InjectedError), whichever interceptor
+		// returned it: a stream's, or one chained after call logging.
+		var inj interface{ InjectedFault() string }
+		if errors.As(err, &inj) {
+			ev.Attrs = map[string]string{FaultAttr: inj.InjectedFault()}
+		}
 	}
 	ev.SetRenderer(func(e *Event) {
 		e.Request = RenderProto(req)

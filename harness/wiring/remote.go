@@ -120,6 +120,10 @@ func Attach(s State) (*Remote, error) {
 	}
 	if s.CNIConfDir != "" {
 		r.Env.CNI = &scenario.CNIEnv{ConfDir: s.CNIConfDir, BinDirs: []string{s.CNIBinDir}, CacheDir: filepath.Join(s.Dir, "var/lib/cni/cache")}
+		// cni-fake's rules are a file the conflist names: any process can change them.
+		if n := (&Node{Dir: s.Dir, CNIFaultsFile: filepath.Join(s.Dir, "etc/cni/faults.json")}); fileExists(n.CNIFaultsFile) {
+			r.Env.Faults[scenario.CNI] = CNIFaultFile{n.CNIFaults()}
+		}
 	}
 	var sources []collect.Source
 	for _, a := range []struct{ name, ep, target string }{{"cri-fake", s.CRIAdmin, scenario.CRI}, {"csi-fake", s.CSIAdmin, scenario.CSI}} {
@@ -144,4 +148,9 @@ func Attach(s State) (*Remote, error) {
 		r.Env.Trace = &collect.Collector{Sources: sources}
 	}
 	return r, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

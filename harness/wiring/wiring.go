@@ -7,13 +7,16 @@
 //	DIR/run/csi/csi.sock         the CSI node plugin (the DaemonSet's socket)
 //	DIR/run/csi/controller.sock  the CSI controller plugin (the Deployment's socket)
 //	DIR/etc/cni/net.d/           CNI configuration (first file in name order wins)
-//	DIR/opt/cni/bin/             CNI plugin binaries (cni-fake, portmap)
+//	DIR/etc/cni/faults.json      cni-fake's fault rules (the conflist's faultsFile; Node.CNIFaults)
+//	DIR/opt/cni/bin/             CNI plugin binaries (cni-fake with ExecCNI, portmap with Portmap)
 //	DIR/var/log/plugsim/         trace files: cni.jsonl (cni-fake), cri.jsonl, csi.jsonl
 //	DIR/var/lib/kubelet/         where the kubelet's staging and target paths go
 //	DIR/crictl.yaml              crictl --config DIR/crictl.yaml ps
 //
 // Start does it in-process for a Go test; the harness command does it for `harness up` and for
-// every scenario `harness run` executes.
+// every scenario `harness run` executes. By default cri-fake runs cni-fake's plugin code in its
+// own process (cni-fake/inprocess), so a test builds and installs nothing; ExecCNI execs the
+// binary instead, as a real runtime does.
 package wiring
 
 import (
@@ -26,9 +29,12 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/containernetworking/cni/pkg/invoke"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/plugsim/plugsim/cni-fake/inprocess"
+	"github.com/plugsim/plugsim/cni-fake/plugin"
 	criserver "github.com/plugsim/plugsim/cri-fake/server"
 	"github.com/plugsim/plugsim/csi-fake/driver"
 	csiserver "github.com/plugsim/plugsim/csi-fake/server"
@@ -52,8 +58,14 @@ type Options struct {
 	// writes iptables rules in the network namespace the runtime runs in, so only set it when this
 	// process runs in a network namespace of its own (the harness command does that as root).
 	Portmap bool
-	// BinDir has the cni-fake (and portmap) binaries; empty means $PLUGSIM_BIN, then the directory
-	// of the running executable, then (in tests) cni-fake is built into a temp dir.
+	// ExecCNI execs the cni-fake binary for every CNI call, as containerd does (the harness
+	// command sets it). Without it cri-fake runs cni-fake's plugin code in its own process: the
+	// same calls, results and trace lines, with no binary to build or install and no exec per
+	// call. Plugins chained after cni-fake (portmap) are exec'd either way.
+	ExecCNI bool
+	// BinDir has the cni-fake (with ExecCNI) and portmap (with Portmap) binaries; empty means
+	// $PLUGSIM_BIN, then the directory of the running executable, then (in tests, with ExecCNI)
+	// cni-fake is built into a temp dir.
 	BinDir string
 	// RuntimeHandlers accepted by cri-fake (default runc).
 	RuntimeHandlers []string
@@ -87,6 +99,9 @@ type Node struct {
 	CNIBinDir  string
 	CNILog     string
 	KubeletDir string
+	// CNIFaultsFile is the faultsFile the conflist names: cni-fake's fault rules, read at every
+	// call (change them with CNIFaults).
+	CNIFaultsFile string
 
 	CRI *criserver.Server
 	CSI *csiserver.Server
@@ -112,6 +127,7 @@ type Node struct {
 	NodeClient csi.NodeClient
 
 	opts      Options
+	cniExec   invoke.Exec // nil: libcni execs every plugin
 	tmp       string
 	closeOnce sync.Once
 	closeErr  error
@@ -123,7 +139,7 @@ func Start(t testing.TB, o Options) *Node {
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
 	}
-	if o.BinDir == "" && o.CNI != "off" && FindBinDir("") == "" {
+	if o.BinDir == "" && o.CNI != "off" && o.ExecCNI && FindBinDir("") == "" {
 		o.BinDir = buildCNIFake(t)
 	}
 	n, err := StartNode(o)
@@ -147,7 +163,10 @@ func buildCNIFake(t testing.TB) string {
 
 // FindBinDir finds the directory holding cni-fake: given, $PLUGSIM_BIN, or the running
 // executable's directory (bin/harness sits beside bin/cni-fake).
-func FindBinDir(given string) string {
+func FindBinDir(given string) string { return findPlugin(given, "cni-fake") }
+
+// findPlugin finds the directory holding a plugin binary, as FindBinDir does.
+func findPlugin(given, plugin string) string {
 	cands := []string{given, os.Getenv("PLUGSIM_BIN")}
 	if exe, err := os.Executable(); err == nil {
 		cands = append(cands, filepath.Dir(exe))
@@ -156,7 +175,7 @@ func FindBinDir(given string) string {
 		if d == "" {
 			continue
 		}
-		if fi, err := os.Stat(filepath.Join(d, "cni-fake")); err == nil && !fi.IsDir() {
+		if fi, err := os.Stat(filepath.Join(d, plugin)); err == nil && !fi.IsDir() {
 			return d
 		}
 	}
@@ -190,6 +209,7 @@ func StartNode(o Options) (_ *Node, retErr error) {
 	n.CNIBinDir = filepath.Join(dir, "opt/cni/bin")
 	n.CNILog = filepath.Join(dir, "var/log/plugsim/cni.jsonl")
 	n.KubeletDir = filepath.Join(dir, "var/lib/kubelet")
+	n.CNIFaultsFile = filepath.Join(dir, "etc/cni/faults.json")
 	for _, d := range []string{n.CNIConfDir, n.CNIBinDir, filepath.Dir(n.CNILog), n.KubeletDir, filepath.Join(dir, "run/csi")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
@@ -201,7 +221,10 @@ func StartNode(o Options) (_ *Node, retErr error) {
 		}
 	}
 	if o.CNI == "default" {
-		if err := os.WriteFile(filepath.Join(n.CNIConfDir, "10-plugsim.conflist"), Conflist("plugsim", "10.88.0.0/16", n.CNILog, filepath.Join(dir, "var/lib/cni"), o.Portmap), 0o644); err != nil {
+		if err := n.CNIFaults().Reset(); err != nil { // the conflist names it: it must exist
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(n.CNIConfDir, "10-plugsim.conflist"), Conflist("plugsim", "10.88.0.0/16", n.CNILog, filepath.Join(dir, "var/lib/cni"), n.CNIFaultsFile, o.Portmap), 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -226,6 +249,9 @@ func StartNode(o Options) (_ *Node, retErr error) {
 			return nil, errors.New("the fixtures have a csi section, and NoCSI leaves csi-fake out")
 		}
 	}
+	if !o.ExecCNI {
+		n.cniExec = inprocess.New()
+	}
 	n.CRI, err = criserver.Start(criserver.Options{
 		AdminSocket:     n.CRIAdmin,
 		TraceCapacity:   o.TraceCapacity,
@@ -233,6 +259,7 @@ func StartNode(o Options) (_ *Node, retErr error) {
 		RootDir:         filepath.Join(dir, "var/lib/cri-fake"),
 		CNIConfDir:      confDir,
 		CNIBinDirs:      []string{n.CNIBinDir},
+		CNIExec:         n.cniExec,
 		RuntimeHandlers: o.RuntimeHandlers,
 		TraceFile:       filepath.Join(dir, "var/log/plugsim/cri.jsonl"),
 		Fixtures:        criFixtures,
@@ -297,16 +324,22 @@ func StartNode(o Options) (_ *Node, retErr error) {
 	return n, nil
 }
 
-// installPlugins links the plugin binaries into the CNI bin dir, the way a CNI installer fills
-// /opt/cni/bin.
+// installPlugins links the plugin binaries that are exec'd into the CNI bin dir, the way a CNI
+// installer fills /opt/cni/bin.
 func (n *Node) installPlugins(o Options) error {
-	src := FindBinDir(o.BinDir)
-	if src == "" {
-		return errors.New("cni-fake binary not found: run `make build` (or set PLUGSIM_BIN to the directory holding it)")
+	var plugins []string
+	if o.ExecCNI {
+		plugins = append(plugins, "cni-fake")
 	}
-	plugins := []string{"cni-fake"}
 	if o.Portmap {
 		plugins = append(plugins, "portmap")
+	}
+	if len(plugins) == 0 {
+		return nil
+	}
+	src := findPlugin(o.BinDir, plugins[0])
+	if src == "" {
+		return fmt.Errorf("%s binary not found: run `make build tools` (or set PLUGSIM_BIN to the directory holding it)", plugins[0])
 	}
 	for _, p := range plugins {
 		from := filepath.Join(src, p)
@@ -323,9 +356,10 @@ func (n *Node) installPlugins(o Options) error {
 }
 
 // Conflist is the network configuration the harness installs: cni-fake with its own IPAM,
-// logging each invocation to logFile, then (withPortmap) portmap for hostPort mappings. It has the
-// shape of Calico's 10-calico.conflist in the source note: the main plugin, then portmap.
-func Conflist(name, subnet, logFile, dataDir string, withPortmap bool) []byte {
+// logging each invocation to logFile and taking fault rules from faultsFile (when not ""), then
+// (withPortmap) portmap for hostPort mappings. It has the shape of Calico's 10-calico.conflist in
+// the source note: the main plugin, then portmap.
+func Conflist(name, subnet, logFile, dataDir, faultsFile string, withPortmap bool) []byte {
 	portmap := ""
 	if withPortmap {
 		portmap = `,
@@ -335,6 +369,11 @@ func Conflist(name, subnet, logFile, dataDir string, withPortmap bool) []byte {
       "capabilities": { "portMappings": true }
     }`
 	}
+	faults := ""
+	if faultsFile != "" {
+		faults = fmt.Sprintf(`
+      "faultsFile": %q,`, faultsFile)
+	}
 	return fmt.Appendf(nil, `{
   "cniVersion": "1.1.0",
   "name": %q,
@@ -343,7 +382,7 @@ func Conflist(name, subnet, logFile, dataDir string, withPortmap bool) []byte {
       "type": "cni-fake",
       "mode": "fake",
       "dataDir": %q,
-      "logFile": %q,
+      "logFile": %q,%s
       "capabilities": { "dns": true },
       "ipam": {
         "type": "cni-fake",
@@ -353,7 +392,7 @@ func Conflist(name, subnet, logFile, dataDir string, withPortmap bool) []byte {
     }%s
   ]
 }
-`, name, dataDir, logFile, subnet, portmap)
+`, name, dataDir, logFile, faults, subnet, portmap)
 }
 
 // WriteCrictlConfig writes a crictl config pointing at the endpoint.
@@ -375,8 +414,8 @@ func (n *Node) Collector() *collect.Collector {
 func (n *Node) Env() *scenario.Env {
 	env := &scenario.Env{
 		CRI:    n.CRIConn,
-		CNI:    &scenario.CNIEnv{ConfDir: n.CNIConfDir, BinDirs: []string{n.CNIBinDir}, CacheDir: filepath.Join(n.Dir, "var/lib/cni/cache")},
-		Faults: map[string]scenario.FaultTarget{scenario.CRI: FaultSet{n.CRI.Faults()}},
+		CNI:    &scenario.CNIEnv{ConfDir: n.CNIConfDir, BinDirs: []string{n.CNIBinDir}, CacheDir: filepath.Join(n.Dir, "var/lib/cni/cache"), Exec: n.cniExec},
+		Faults: map[string]scenario.FaultTarget{scenario.CRI: FaultSet{n.CRI.Faults()}, scenario.CNI: CNIFaultFile{n.CNIFaults()}},
 		Trace:  n.Collector(),
 		Vars:   n.Vars(),
 	}
@@ -424,6 +463,23 @@ func (n *Node) Close() error {
 	})
 	return n.closeErr
 }
+
+// CNIFaults are cni-fake's fault rules (in CNIFaultsFile, which the conflist names), with the
+// counts cni-fake keeps for them across its calls:
+//
+//	node.CNIFaults().Add(faults.Rule{Method: "ADD", Code: "11", Message: "no IP addresses available", After: 2, Times: 1})
+func (n *Node) CNIFaults() plugin.FaultFile {
+	return plugin.FaultFile{Path: n.CNIFaultsFile, DataDir: filepath.Join(n.Dir, "var/lib/cni"), Network: "plugsim"}
+}
+
+// CNIFaultFile adapts cni-fake's fault file to scenario.FaultTarget.
+type CNIFaultFile struct{ plugin.FaultFile }
+
+// AddFaults adds rules.
+func (f CNIFaultFile) AddFaults(r ...faults.Rule) ([]string, error) { return f.Add(r...) }
+
+// ClearFaults removes every rule.
+func (f CNIFaultFile) ClearFaults() error { return f.Reset() }
 
 // FaultSet adapts an in-process fault set to scenario.FaultTarget.
 type FaultSet struct{ *faults.Set }

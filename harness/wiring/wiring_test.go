@@ -3,12 +3,19 @@ package wiring
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/harness/faults"
 	"github.com/plugsim/plugsim/harness/scenario"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 const podScenario = `name: pod through the wired node
@@ -59,13 +66,31 @@ steps:
         - {interface: CNI, method: DEL}
 `
 
+// By default cni-fake runs in-process: nothing is installed, and the trace reads as with the
+// binary (TestExecCNIInstallsTheBinary runs the same scenario with it).
 func TestStartWiresTheFakes(t *testing.T) {
 	n := Start(t, Options{})
-	for _, f := range []string{"crictl.yaml", "etc/cni/net.d/10-plugsim.conflist", "opt/cni/bin/cni-fake"} {
+	for _, f := range []string{"crictl.yaml", "etc/cni/net.d/10-plugsim.conflist"} {
 		if _, err := os.Stat(filepath.Join(n.Dir, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
+	if entries, _ := os.ReadDir(n.CNIBinDir); len(entries) != 0 {
+		t.Errorf("the CNI bin dir has %d entries; with cni-fake in-process it should be empty", len(entries))
+	}
+	runPodScenario(t, n)
+}
+
+func TestExecCNIInstallsTheBinary(t *testing.T) {
+	n := Start(t, Options{ExecCNI: true})
+	if fi, err := os.Stat(filepath.Join(n.CNIBinDir, "cni-fake")); err != nil || fi.IsDir() {
+		t.Fatalf("cni-fake is not installed: %v", err)
+	}
+	runPodScenario(t, n)
+}
+
+func runPodScenario(t *testing.T, n *Node) {
+	t.Helper()
 	sc, err := scenario.Parse([]byte(podScenario), "wired.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -155,5 +180,84 @@ func TestCNIStepsDriveTheChainThroughLibcni(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "harness ──CNI ADD──▶ cni-fake  network=plugsim") || strings.Contains(out.String(), "cri-fake ──CNI") {
 		t.Errorf("each CNI call should show once, made by the harness:\n%s", out.String())
+	}
+}
+
+// A runtime author's test: the third pod's CNI ADD fails with "no IP addresses available", and
+// RunPodSandbox says so; the rule's count and the trace show it.
+func TestCNIFaultFailsTheThirdPod(t *testing.T) {
+	for _, execCNI := range []bool{false, true} {
+		t.Run(fmt.Sprintf("exec=%v", execCNI), func(t *testing.T) {
+			n := Start(t, Options{NoCSI: true, ExecCNI: execCNI})
+			ids, err := n.CNIFaults().Add(faults.Rule{Method: "ADD", Code: "11", Message: "no IP addresses available in range set 10.88.0.1-10.88.255.254", After: 2, Times: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			for i := 1; i <= 4; i++ {
+				_, err := n.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+					Metadata: &runtimeapi.PodSandboxMetadata{Name: fmt.Sprintf("web-%d", i), Namespace: "default", Uid: fmt.Sprintf("u%d", i)},
+				}})
+				if i == 3 {
+					if status.Code(err) != codes.Unknown || !strings.Contains(err.Error(), `plugin type="cni-fake" failed (add): no IP addresses available in range set`) {
+						t.Fatalf("pod 3: %v", err)
+					}
+				} else if err != nil {
+					t.Fatalf("pod %d: %v", i, err)
+				}
+			}
+			rs, err := n.CNIFaults().Rules()
+			if err != nil || len(rs) != 1 || rs[0].ID != ids[0] || rs[0].Hits != 1 || rs[0].Matched != 3 {
+				t.Fatalf("rules: %+v, %v", rs, err)
+			}
+			evs, err := trace.ReadFile(n.CNILog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var faulted []string
+			for _, ev := range evs {
+				if ev.Attrs["fault"] != "" {
+					faulted = append(faulted, ev.Method+" "+ev.Code+" "+ev.Attrs["pod"]+" "+ev.Attrs["fault"])
+				}
+			}
+			if len(faulted) != 1 || faulted[0] != "ADD 11 default/web-3 "+ids[0] {
+				t.Fatalf("cni-fake's trace lines with a fault: %q", faulted)
+			}
+		})
+	}
+}
+
+const cniFaultScenario = `name: CNI fault from a scenario
+steps:
+  - interface: fault
+    call: Add
+    target: cni
+    request: {verb: ADD, code: 11, message: "pool exhausted", times: 1}
+  - interface: cri
+    call: RunPodSandbox
+    request:
+      config:
+        metadata: {name: web, namespace: default, uid: "${run}"}
+    expect:
+      code: Unknown
+      error: pool exhausted
+  - interface: cri
+    call: RunPodSandbox
+    request:
+      config:
+        metadata: {name: web, namespace: default, uid: "${run}"}
+`
+
+func TestScenarioAddsCNIFaults(t *testing.T) {
+	n := Start(t, Options{NoCSI: true})
+	sc, err := scenario.Parse([]byte(cniFaultScenario), "cnifault.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := n.Env()
+	var out bytes.Buffer
+	env.Out = &out
+	if res := scenario.Run(context.Background(), sc, env); !res.Passed {
+		t.Fatalf("%s\n%s", res.Failure, out.String())
 	}
 }

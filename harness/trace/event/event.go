@@ -46,7 +46,8 @@ type Event struct {
 	Request    json.RawMessage `json:"request,omitempty"`
 	Response   json.RawMessage `json:"response,omitempty"`
 	// Attrs carries what does not fit the request/response shape: the CNI container ID, netns and
-	// interface name, an injected fault, the peer of a gRPC call.
+	// interface name, the ID of the fault rule applied to the call (key "fault"), the peer of a
+	// gRPC call.
 	Attrs map[string]string `json:"attrs,omitempty"`
 
 	// lazy renders Request and Response on first use, so recording stays cheap on the hot path.

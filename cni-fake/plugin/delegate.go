@@ -1,7 +1,8 @@
-package main
+package plugin
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,27 +18,26 @@ import (
 
 // delegate runs the IPAM plugin named in ipam.type with verb, the way libcni's invoke.Delegate*
 // (and so plugins/pkg/ipam.ExecAdd) do: found in CNI_PATH, given this plugin's own stdin and
-// environment with CNI_COMMAND replaced. It is written out here because pkg/invoke links an
+// environment (the Invocation's) with CNI_COMMAND replaced. It is written out here because pkg/invoke links an
 // OpenTelemetry propagator and net/http, whose initialisation would slow down every exec of
 // cni-fake, delegated or not.
 //
 // A failing delegate's CNI error (code and message) is passed through unchanged, as invoke does.
-func delegate(verb, pluginType string, stdin []byte, getenv func(string) string) ([]byte, error) {
-	path, err := findInPath(pluginType, getenv("CNI_PATH"))
+func delegate(ctx context.Context, verb, pluginType string, stdin []byte, env environ) ([]byte, error) {
+	path, err := findInPath(pluginType, env.get("CNI_PATH"))
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(path)
+	cmd := exec.CommandContext(ctx, path)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	env := []string{"CNI_COMMAND=" + verb}
-	for _, kv := range os.Environ() {
+	cmd.Env = []string{"CNI_COMMAND=" + verb}
+	for _, kv := range env {
 		if !strings.HasPrefix(kv, "CNI_COMMAND=") {
-			env = append(env, kv)
+			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = env
 	if err := cmd.Run(); err != nil {
 		var ce types.Error
 		if json.Unmarshal(stdout.Bytes(), &ce) == nil && ce.Msg != "" {
@@ -67,8 +67,8 @@ func findInPath(plugin, cniPath string) (string, error) {
 }
 
 // delegateAdd runs the IPAM ADD and converts its (abbreviated: no interfaces) result to 1.1.0.
-func delegateAdd(conf *NetConf, stdin []byte, getenv func(string) string) (*current.Result, error) {
-	out, err := delegate("ADD", conf.IPAM.Type, stdin, getenv)
+func delegateAdd(ctx context.Context, conf *NetConf, stdin []byte, env environ) (*current.Result, error) {
+	out, err := delegate(ctx, "ADD", conf.IPAM.Type, stdin, env)
 	if err != nil {
 		return nil, err
 	}

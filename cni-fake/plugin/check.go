@@ -1,4 +1,4 @@
-package main
+package plugin
 
 import (
 	"fmt"
@@ -19,12 +19,7 @@ import (
 // that with code 1). The spec asks the plugin to check what it created and what it tracks (address
 // reservations), to delegate CHECK to its IPAM, and to tolerate changes made by later plugins in
 // the chain: only the pod interface's entry in prevResult is compared.
-func (p *plugin) cmdCheck(args *skel.CmdArgs) (retErr error) {
-	defer func() { retErr = cniError(retErr) }()
-	conf, _, err := p.setup(args)
-	if err != nil {
-		return err
-	}
+func (p *Call) cmdCheck(args *skel.CmdArgs, conf *NetConf, _ cniArgs) error {
 	var want []netip.Prefix // the pod interface's addresses according to prevResult
 	if conf.RawPrevResult != nil {
 		if err := version.ParsePrevResult(&conf.PluginConf); err != nil {
@@ -50,7 +45,7 @@ func (p *plugin) cmdCheck(args *skel.CmdArgs) (retErr error) {
 	}
 
 	if conf.delegated() {
-		if _, err := delegate("CHECK", conf.IPAM.Type, args.StdinData, p.getenv); err != nil {
+		if _, err := delegate(p.ctx, "CHECK", conf.IPAM.Type, args.StdinData, p.env); err != nil {
 			return err
 		}
 	} else {
@@ -81,8 +76,8 @@ func (p *plugin) cmdCheck(args *skel.CmdArgs) (retErr error) {
 			}
 		}
 	}
-	if conf.Mode == modeVeth {
-		hostName := hostIfName(conf.HostIfPrefix, conf.Name, args.ContainerID, args.IfName)
+	if conf.Mode == ModeVeth {
+		hostName := HostIfName(conf.HostIfPrefix, conf.Name, args.ContainerID, args.IfName)
 		return link.Check(args.Netns, args.IfName, hostName, want)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package main
+package plugin
 
 import (
 	"encoding/json"
@@ -20,12 +20,7 @@ import (
 // is not in cni.dev/valid-attachments (spec 1.1 GC). libcni also sends the list under the key the
 // spec first used, cni.dev/attachments (cni#1101); both are read. GC carries on past a failure and
 // reports all of them at the end, and is forwarded to a delegated IPAM.
-func (p *plugin) cmdGC(args *skel.CmdArgs) (retErr error) {
-	defer func() { retErr = cniError(retErr) }()
-	conf, _, err := p.setup(args)
-	if err != nil {
-		return err
-	}
+func (p *Call) cmdGC(args *skel.CmdArgs, conf *NetConf, _ cniArgs) error {
 	var old struct {
 		Attachments []types.GCAttachment `json:"cni.dev/attachments"`
 	}
@@ -38,7 +33,7 @@ func (p *plugin) cmdGC(args *skel.CmdArgs) (retErr error) {
 
 	var errs []error
 	var removed []string
-	if conf.Mode == modeVeth {
+	if conf.Mode == ModeVeth {
 		prefix := aliasPrefix(conf.Name)
 		owned, err := link.Owned(prefix)
 		if err != nil {
@@ -57,7 +52,7 @@ func (p *plugin) cmdGC(args *skel.CmdArgs) (retErr error) {
 		}
 	}
 	if conf.delegated() {
-		if _, err := delegate("GC", conf.IPAM.Type, args.StdinData, p.getenv); err != nil {
+		if _, err := delegate(p.ctx, "GC", conf.IPAM.Type, args.StdinData, p.env); err != nil {
 			errs = append(errs, err)
 		}
 	} else if _, err := os.Stat(filepath.Join(conf.DataDir, conf.Name)); !errors.Is(err, fs.ErrNotExist) {

@@ -1,4 +1,4 @@
-package main
+package plugin
 
 import (
 	"errors"
@@ -19,22 +19,17 @@ import (
 // sends "" once the sandbox's netns is closed) and when prevResult is missing (libcni caches
 // results only after a whole chain succeeded, and never below cniVersion 0.4.0). So DEL works from
 // the container ID and interface name alone.
-func (p *plugin) cmdDel(args *skel.CmdArgs) (retErr error) {
-	defer func() { retErr = cniError(retErr) }()
-	conf, _, err := p.setup(args)
-	if err != nil {
-		return err
-	}
+func (p *Call) cmdDel(args *skel.CmdArgs, conf *NetConf, _ cniArgs) error {
 	// The interface goes first: releasing the address while a veth still carries it would let the
 	// next ADD hand out an address that is still in use. If teardown fails the runtime retries DEL.
-	if conf.Mode == modeVeth {
-		hostName := hostIfName(conf.HostIfPrefix, conf.Name, args.ContainerID, args.IfName)
+	if conf.Mode == ModeVeth {
+		hostName := HostIfName(conf.HostIfPrefix, conf.Name, args.ContainerID, args.IfName)
 		if err := link.Teardown(args.Netns, args.IfName, hostName, hostAlias(conf.Name, args.ContainerID, args.IfName)); err != nil {
 			return err
 		}
 	}
 	if conf.delegated() {
-		_, err := delegate("DEL", conf.IPAM.Type, args.StdinData, p.getenv)
+		_, err := delegate(p.ctx, "DEL", conf.IPAM.Type, args.StdinData, p.env)
 		return err
 	}
 	// A network directory that was never created holds no lease: nothing to release, and no

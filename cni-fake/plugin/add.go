@@ -1,4 +1,4 @@
-package main
+package plugin
 
 import (
 	"fmt"
@@ -17,12 +17,7 @@ import (
 // cmdAdd allocates the attachment's addresses, makes (veth) or describes (fake) its interfaces and
 // prints the result in the requested cniVersion. Whatever fails, nothing is left allocated: the
 // runtime's DEL after a failed ADD (which the spec requires) then finds nothing, which is fine.
-func (p *plugin) cmdAdd(args *skel.CmdArgs) (retErr error) {
-	defer func() { retErr = cniError(retErr) }()
-	conf, ca, err := p.setup(args)
-	if err != nil {
-		return err
-	}
+func (p *Call) cmdAdd(args *skel.CmdArgs, conf *NetConf, ca cniArgs) (retErr error) {
 
 	// 1. Addresses: from the built-in allocator, or from the delegated IPAM plugin.
 	var (
@@ -32,11 +27,11 @@ func (p *plugin) cmdAdd(args *skel.CmdArgs) (retErr error) {
 		release func()
 	)
 	if conf.delegated() {
-		r, err := delegateAdd(conf, args.StdinData, p.getenv)
+		r, err := delegateAdd(p.ctx, conf, args.StdinData, p.env)
 		if err != nil {
 			return err
 		}
-		release = func() { delegate("DEL", conf.IPAM.Type, args.StdinData, p.getenv) }
+		release = func() { delegate(p.ctx, "DEL", conf.IPAM.Type, args.StdinData, p.env) }
 		for _, ipc := range r.IPs {
 			a, err := addrFromIPConfig(ipc)
 			if err != nil {
@@ -88,9 +83,10 @@ func (p *plugin) cmdAdd(args *skel.CmdArgs) (retErr error) {
 	}()
 
 	// 2. Interfaces: real ones in veth mode, described ones in fake mode.
-	hostName := hostIfName(conf.HostIfPrefix, conf.Name, args.ContainerID, args.IfName)
+	hostName := HostIfName(conf.HostIfPrefix, conf.Name, args.ContainerID, args.IfName)
 	var hostIf, podIf link.Iface
-	if conf.Mode == modeVeth {
+	var err error
+	if conf.Mode == ModeVeth {
 		alias := hostAlias(conf.Name, args.ContainerID, args.IfName)
 		hostIf, podIf, err = link.Setup(link.Config{
 			NetNS: args.Netns, IfName: args.IfName, HostName: hostName, MTU: conf.MTU,

@@ -1,4 +1,4 @@
-package main
+package plugin
 
 import (
 	"fmt"
@@ -14,20 +14,15 @@ import (
 // the CRI Status call and reports NetworkReady=false when it fails). Code 50, "plugin not
 // available", when it could not: the data directory is unusable, the pool is exhausted, or veth
 // mode runs without root. A delegated IPAM's STATUS is forwarded, as the spec requires.
-func (p *plugin) cmdStatus(args *skel.CmdArgs) (retErr error) {
-	defer func() { retErr = cniError(retErr) }()
-	conf, _, err := p.setup(args)
-	if err != nil {
-		return err
-	}
+func (p *Call) cmdStatus(args *skel.CmdArgs, conf *NetConf, _ cniArgs) error {
 	notAvailable := func(format string, a ...any) error {
 		return types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf(format, a...), "")
 	}
-	if conf.Mode == modeVeth && os.Geteuid() != 0 {
+	if conf.Mode == ModeVeth && os.Geteuid() != 0 {
 		return notAvailable("mode veth needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to create interfaces; running as uid %d", os.Geteuid())
 	}
 	if conf.delegated() {
-		_, err := delegate("STATUS", conf.IPAM.Type, args.StdinData, p.getenv)
+		_, err := delegate(p.ctx, "STATUS", conf.IPAM.Type, args.StdinData, p.env)
 		return err
 	}
 	pool, err := conf.pool()

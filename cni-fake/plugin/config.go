@@ -1,4 +1,4 @@
-package main
+package plugin
 
 import (
 	"encoding/json"
@@ -15,8 +15,8 @@ import (
 
 // Modes (the "mode" key).
 const (
-	modeFake = "fake" // no kernel state; the result describes interfaces that do not exist
-	modeVeth = "veth" // a real veth pair into CNI_NETNS, as the ptp plugin makes (needs root)
+	ModeFake = "fake" // no kernel state; the result describes interfaces that do not exist
+	ModeVeth = "veth" // a real veth pair into CNI_NETNS, as the ptp plugin makes (needs root)
 )
 
 // Defaults for the keys a minimal config leaves out.
@@ -50,6 +50,10 @@ type NetConf struct {
 	MTU int `json:"mtu,omitempty"`
 	// HostIfPrefix starts the host-side veth name (default "veth", as ptp's names do).
 	HostIfPrefix string `json:"hostIfPrefix,omitempty"`
+	// Faults are fault rules (see faults.go), a JSON list; decoded only when a verb runs.
+	Faults json.RawMessage `json:"faults,omitempty"`
+	// FaultsFile names a JSON file of more fault rules ({"seed": N, "rules": [...]}).
+	FaultsFile string `json:"faultsFile,omitempty"`
 
 	// RuntimeConfig carries the capability args the runtime filled in for the capabilities this
 	// entry declares (libcni injects only declared ones).
@@ -118,10 +122,10 @@ func parseConfig(stdin []byte) (*NetConf, error) {
 	}
 	switch conf.Mode {
 	case "":
-		conf.Mode = modeFake
-	case modeFake, modeVeth:
+		conf.Mode = ModeFake
+	case ModeFake, ModeVeth:
 	default:
-		return nil, configError("mode: %q is not a mode; use %q (default, no kernel changes) or %q (a real veth pair, needs root)", conf.Mode, modeFake, modeVeth)
+		return nil, configError("mode: %q is not a mode; use %q (default, no kernel changes) or %q (a real veth pair, needs root)", conf.Mode, ModeFake, ModeVeth)
 	}
 	// The network name is a directory name under dataDir. skel checks it with libcni's rule
 	// (utils.ValidateNetworkName: alphanumerics, then '_', '.', '-') before any verb; checked
