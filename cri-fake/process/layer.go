@@ -25,6 +25,9 @@ type node struct {
 func (n *node) isDir() bool     { return n.mode&fs.ModeDir != 0 }
 func (n *node) isSymlink() bool { return n.mode&fs.ModeSymlink != 0 }
 
+// bytes is the content a node holds: what it is counted for in a writable layer.
+func (n *node) bytes() int64 { return int64(len(n.data) + len(n.target)) }
+
 func (n *node) clone() *node {
 	c := *n
 	c.data = append([]byte(nil), n.data...)
