@@ -119,9 +119,11 @@ type FS struct {
 	cfg      FSConfig
 	sysctls  map[string]string
 	// written is the content the container wrote to its own layer (file data
-	// and symlink targets, copy-ups included); meta what its paths are
-	// counted for (entryCost); their sum is held under limit (MemoryLimit).
+	// and symlink targets, copy-ups included: WritableLayerBytes); held the
+	// memory that content takes (array capacities), meta what its paths are
+	// counted for (entryCost). held+meta stays within limit (MemoryLimit).
 	written int64
+	held    int64
 	meta    int64
 	limit   int64
 	// writers counts the open writers of a node: a file removed while open
@@ -234,7 +236,7 @@ func (f *FS) del(p string) {
 	}
 }
 
-// limitBytes is the bound on written+meta. Caller holds f.mu.
+// limitBytes is the bound on held+meta. Caller holds f.mu.
 func (f *FS) limitBytes() int64 {
 	if f.limit > 0 {
 		return f.limit
@@ -244,7 +246,7 @@ func (f *FS) limitBytes() int64 {
 
 // fits reports whether n more bytes may be held in the container's own
 // layer. Caller holds f.mu.
-func (f *FS) fits(n int64) bool { return f.written+f.meta+n <= f.limitBytes() }
+func (f *FS) fits(n int64) bool { return f.held+f.meta+n <= f.limitBytes() }
 
 // release drops an owned node that left the tree (removed, or replaced by a
 // rename): its content stops counting once no writer holds it. Caller holds
@@ -256,6 +258,7 @@ func (f *FS) release(n *node) {
 	delete(f.owned, n)
 	if f.writers[n] == 0 {
 		f.written -= n.bytes()
+		f.held -= n.held()
 	}
 }
 
@@ -438,7 +441,7 @@ type memInfo struct {
 // info describes n as it is now (a copy: the node may change after the lock
 // is released). Caller holds f.mu.
 func info(name string, n *node) memInfo {
-	return memInfo{name: name, mode: n.mode, size: int64(len(n.data)), mtime: n.mtime, uid: n.uid, gid: n.gid}
+	return memInfo{name: name, mode: n.mode, size: n.size(), mtime: n.mtime, uid: n.uid, gid: n.gid}
 }
 
 func (i memInfo) Name() string       { return i.name }
@@ -632,8 +635,8 @@ func (f *FS) Open(p string) (io.ReadCloser, error) {
 		return nil, pathErr("read", p, syscall.EISDIR)
 	}
 	// The bytes are shared, not copied: a node's content is only ever
-	// appended to or replaced, never changed in place (see appendBounded).
-	return io.NopCloser(bytes.NewReader(n.data)), nil
+	// appended to or replaced, never changed in place.
+	return io.NopCloser(n.reader()), nil
 }
 
 // ReadDir lists a directory, sorted by name.
@@ -791,9 +794,9 @@ func (f *FS) ownedNode(p string, keepData bool) (*node, error) {
 	if n == nil || f.owned[n] {
 		return n, nil
 	}
-	grow := int64(0)
+	grow := int64(len(n.target))
 	if keepData {
-		grow = n.bytes()
+		grow = n.bytes() // clone's arrays are exactly the content's size
 	}
 	if _, inUpper := f.upper[p]; !inUpper {
 		grow += entryCost(p)
@@ -805,12 +808,13 @@ func (f *FS) ownedNode(p string, keepData bool) (*node, error) {
 		n = n.clone()
 	} else {
 		c := *n
-		c.data = nil
+		c.data, c.chunks = nil, nil
 		n = &c
 	}
 	f.owned[n] = true
 	f.set(p, n)
 	f.written += n.bytes() // an overlay copy-up lands in the upper layer
+	f.held += n.held()
 	return n, nil
 }
 
@@ -830,18 +834,14 @@ func (w *memWriter) Write(b []byte) (int, error) {
 	if w.closed {
 		return 0, os.ErrClosed
 	}
-	room := f.limitBytes() - f.written - f.meta
-	k := int64(len(b))
-	if k > room {
-		k = max(room, 0)
-	}
-	if k > 0 {
-		w.n.data = appendBounded(w.n.data, b[:k], room-k)
+	n, grown := w.n.appendChunks(b, f.limitBytes()-f.held-f.meta)
+	f.written += n
+	f.held += grown
+	if n > 0 {
 		w.n.mtime = time.Now()
-		f.written += k
 	}
-	if k < int64(len(b)) {
-		return int(k), syscall.ENOSPC
+	if n < int64(len(b)) {
+		return int(n), syscall.ENOSPC
 	}
 	return len(b), nil
 }
@@ -858,6 +858,7 @@ func (w *memWriter) Close() error {
 		delete(f.writers, w.n)
 		if !f.owned[w.n] {
 			f.written -= w.n.bytes() // removed while open: its bytes go now
+			f.held -= w.n.held()
 		}
 	}
 	return nil
@@ -870,22 +871,6 @@ func (f *FS) newWriter(n *node) *memWriter {
 	}
 	f.writers[n]++
 	return &memWriter{f: f, n: n}
-}
-
-// appendBounded appends b to data, growing the array by at most spare bytes
-// beyond what it needs, so the capacity a file holds stays within the
-// bound. It never writes into data's existing length: readers share it.
-func appendBounded(data, b []byte, spare int64) []byte {
-	need := len(data) + len(b)
-	if need <= cap(data) {
-		return append(data, b...)
-	}
-	extra := int64(max(need/4, 512)) // about Go's growth for large slices
-	extra = min(extra, max(spare, 0))
-	out := make([]byte, need, need+int(extra))
-	copy(out, data)
-	copy(out[len(data):], b)
-	return out
 }
 
 type discard struct{}
@@ -955,8 +940,9 @@ func (f *FS) openWrite(c cred, p string, appendMode bool, perm fs.FileMode) (io.
 			return nil, pathErr("open", p, err)
 		}
 		if !appendMode {
-			f.written -= int64(len(n.data))
-			n.data = nil
+			f.written -= n.size()
+			f.held -= n.held() - int64(len(n.target))
+			n.data, n.chunks = nil, nil
 		}
 		n.mtime = time.Now()
 		return f.newWriter(n), nil
@@ -1341,6 +1327,7 @@ func (f *FS) symlink(c cred, target, p string) error {
 	n.target = target
 	f.set(l.cpath, n)
 	f.written += n.bytes()
+	f.held += n.held()
 	return nil
 }
 

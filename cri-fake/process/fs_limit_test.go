@@ -3,6 +3,7 @@ package process
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"syscall"
 	"testing"
@@ -10,15 +11,18 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// held is what the container's own layer is counted for, and the capacity
-// its largest file's array really holds.
-func held(f *FS, p string) (counted, capacity int64) {
+// layerUse is what the container's own layer is counted for, and the
+// capacity of the arrays file p really holds (0 when p is "").
+func layerUse(f *FS, p string) (counted, capacity int64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if n := f.upper[p]; n != nil {
 		capacity = int64(cap(n.data))
+		for _, c := range n.chunks {
+			capacity += int64(cap(c))
+		}
 	}
-	return f.written + f.meta, capacity
+	return f.held + f.meta, capacity
 }
 
 // TestFSMemoryBound: the container's in-memory files are bounded by its
@@ -43,7 +47,7 @@ func TestFSMemoryBound(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			fsys := newFS(t, FSConfig{Hostname: "testhost", MemoryLimit: limit, Mounts: []Mount{{ContainerPath: "/data", HostPath: t.TempDir()}}})
-			base, _ := held(fsys, "")
+			base, _ := layerUse(fsys, "")
 			out, errOut, code := sh(t, fsys, tc.script)
 			if tc.full {
 				want := limit - base - entryCost("/tmp/fill")
@@ -54,9 +58,12 @@ func TestFSMemoryBound(t *testing.T) {
 			if out != tc.stdout || errOut != tc.stderr || code != tc.code {
 				t.Errorf("sh -c %q\n got stdout %q stderr %q code %d\nwant stdout %q stderr %q code %d", tc.script, out, errOut, code, tc.stdout, tc.stderr, tc.code)
 			}
-			counted, capacity := held(fsys, "/tmp/fill")
+			counted, capacity := layerUse(fsys, "/tmp/fill")
 			if counted > limit || capacity > limit {
-				t.Errorf("layer counted for %d bytes, file array %d bytes: over the %d bound", counted, capacity, limit)
+				t.Errorf("layer counted for %d bytes, file arrays %d bytes: over the %d bound", counted, capacity, limit)
+			}
+			if st, err := fsys.Stat("/tmp/fill"); err == nil && capacity-st.Size() > maxChunk {
+				t.Errorf("/tmp/fill holds %d bytes in arrays of %d", st.Size(), capacity)
 			}
 			if w := fsys.WritableLayerBytes(); w > limit {
 				t.Errorf("WritableLayerBytes = %d, over the bound", w)
@@ -88,7 +95,7 @@ func TestFSMemoryBoundDefault(t *testing.T) {
 	if total >= DefaultMemoryLimit || total < DefaultMemoryLimit-64<<10 {
 		t.Errorf("wrote %d bytes before ENOSPC, want just under %d", total, DefaultMemoryLimit)
 	}
-	if counted, capacity := held(fsys, "/tmp/big"); counted > DefaultMemoryLimit || capacity > DefaultMemoryLimit {
+	if counted, capacity := layerUse(fsys, "/tmp/big"); counted > DefaultMemoryLimit || capacity > DefaultMemoryLimit {
 		t.Errorf("held %d (array %d), over %d", counted, capacity, DefaultMemoryLimit)
 	}
 	if _, err := w.Write([]byte("x")); !errors.Is(err, syscall.ENOSPC) {
@@ -132,7 +139,7 @@ func TestFSMemoryBoundEntries(t *testing.T) {
 			if i > limit/entryOverhead {
 				t.Errorf("%d entries fit in %d bytes", i, limit)
 			}
-			if counted, _ := held(fsys, ""); counted > limit {
+			if counted, _ := layerUse(fsys, ""); counted > limit {
 				t.Errorf("counted %d, over %d", counted, limit)
 			}
 			// Removing them gives the room back.
@@ -173,9 +180,9 @@ func TestFSMemoryBoundOpenRemoved(t *testing.T) {
 	if err := fsys.WriteFile("/tmp/b", make([]byte, limit/4), 0o644); !errors.Is(err, syscall.ENOSPC) {
 		t.Errorf("new file while the removed one is open: %v, want ENOSPC", err)
 	}
-	before, _ := held(fsys, "")
+	before, _ := layerUse(fsys, "")
 	w.Close()
-	after, _ := held(fsys, "")
+	after, _ := layerUse(fsys, "")
 	if before-after < limit/2 {
 		t.Errorf("closing the removed file freed %d bytes, want its %d+", before-after, limit/2)
 	}
@@ -226,5 +233,40 @@ func TestFSMemoryLimitFromCRI(t *testing.T) {
 	fsys.SetMemoryLimit(0)
 	if err := fsys.WriteFile("/tmp/b", make([]byte, 2<<20), 0o644); err != nil {
 		t.Errorf("2 MiB with no limit (DefaultMemoryLimit): %v", err)
+	}
+}
+
+// TestFSReadWhileAppending: a reader sees the content as it was when it
+// opened the file, while a writer appends (the bytes are shared, never
+// changed in place; -race checks it).
+func TestFSReadWhileAppending(t *testing.T) {
+	fsys := newFS(t, FSConfig{})
+	w, err := fsys.OpenWrite("/tmp/log", false, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	line := []byte(strings.Repeat("x", 999) + "\n")
+	for i := 0; i < 100; i++ {
+		w.Write(line)
+	}
+	r, err := fsys.Open("/tmp/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			w.Write(line)
+		}
+	}()
+	data, err := io.ReadAll(r)
+	<-done
+	if err != nil || len(data) != 100*len(line) || strings.Count(string(data), "\n") != 100 {
+		t.Errorf("reader got %d bytes (%d lines), %v; want the 100 lines there at open", len(data), strings.Count(string(data), "\n"), err)
+	}
+	if st, err := fsys.Stat("/tmp/log"); err != nil || st.Size() != 300*int64(len(line)) {
+		t.Errorf("after the appends: %v, %v", st, err)
 	}
 }
