@@ -81,14 +81,14 @@ func TestFSMemoryBoundDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	// Most of it at once (one array), then a write straddling the bound.
-	n, err := w.Write(make([]byte, DefaultMemoryLimit-1<<20))
-	if err != nil {
-		t.Fatalf("write under the bound: %d, %v", n, err)
+	// 1 MiB writes up to the bound; the last one straddles it.
+	chunk := make([]byte, 1<<20)
+	total := 0
+	var n int
+	for err == nil && total <= DefaultMemoryLimit {
+		n, err = w.Write(chunk)
+		total += n
 	}
-	total := n
-	n, err = w.Write(make([]byte, 2<<20))
-	total += n
 	if !errors.Is(err, syscall.ENOSPC) || strerror(err) != "No space left on device" {
 		t.Fatalf("write past the bound: %d, %v (%q)", n, err, strerror(err))
 	}
