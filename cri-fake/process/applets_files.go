@@ -65,15 +65,26 @@ func appletCat(p *proc) int {
 	if err != nil {
 		return p.usage(err)
 	}
-	broken := false
+	broken, failed := false, false
 	st := p.eachInput(files, func(_ int, _ string, r io.Reader) bool {
-		if _, err := copyCtx(p, p.stdout, r); errors.Is(err, syscall.EPIPE) {
+		_, err := copyCtx(p, p.stdout, r)
+		var errno syscall.Errno
+		if errors.Is(err, syscall.EPIPE) {
 			broken = true
 			return false
+		} else if errors.As(err, &errno) && p.ctx().Err() == nil {
+			// busybox: "cat: write error: No space left on device" (a full
+			// file system), "cat: read error: Is a directory"; exit 1.
+			what := "write"
+			if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Op == "read" {
+				what = "read"
+			}
+			p.errorf("%s error: %s", what, strerror(err))
+			failed = true // and on to the next file, as busybox does
 		}
 		return true
 	})
-	if broken {
+	if broken || failed {
 		return 1
 	}
 	return st
@@ -486,10 +497,10 @@ func appletMv(p *proc) int {
 			}
 		}
 		if err != nil {
-			if errors.Is(err, syscall.ENOENT) {
-				p.errorf("can't rename '%s': %s", src, strerror(err))
+			if errno := syscall.Errno(0); errors.As(err, &errno) {
+				p.errorf("can't rename '%s': %s", src, strerror(err)) // busybox's words for any rename failure
 			} else {
-				p.errorf("%v", strings.TrimPrefix(err.Error(), "rename "))
+				p.errorf("%v", err) // the copy across mounts said what failed
 			}
 			st = 1
 		}

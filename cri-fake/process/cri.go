@@ -381,6 +381,9 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 		IPs:            podIPs,
 		Sysctls:        sandbox.GetLinux().GetSysctls(),
 		ReadonlyRootfs: sc.GetReadonlyRootfs(),
+		// The container's own files live in cri-fake's memory: they count
+		// against its memory limit (0: none set, DefaultMemoryLimit).
+		MemoryLimit: cfg.GetLinux().GetResources().GetMemoryLimitInBytes(),
 	}
 	if d := sandbox.GetDnsConfig(); d != nil && !hostNetwork {
 		fcfg.DNS = &DNSConfig{Servers: d.GetServers(), Searches: d.GetSearches(), Options: d.GetOptions()}

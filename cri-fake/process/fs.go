@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -19,7 +18,9 @@ import (
 // Mount maps a container path onto a REAL host path: reads and writes under
 // ContainerPath go to HostPath on the host, as a bind mount would. A symlinked
 // HostPath is resolved when the file system is built, like runc resolves the
-// mount source before bind-mounting it.
+// mount source before bind-mounting it; ContainerPath is resolved in the
+// container's view, like runc places the mount inside the rootfs. Nothing the
+// container does reaches outside HostPath: see resolve.go and mounts.go.
 type Mount struct {
 	ContainerPath string
 	HostPath      string
@@ -80,15 +81,25 @@ type FSConfig struct {
 	// ReadonlyPaths refuse writes (EROFS), as runc applies them.
 	MaskedPaths   []string
 	ReadonlyPaths []string
+	// MemoryLimit bounds the bytes the container's own files hold (those
+	// written outside any mount, which live in cri-fake's memory): past it a
+	// write fails with ENOSPC, as on a full tmpfs. FromCRI sets the
+	// container's memory limit (linux resources memory_limit_in_bytes);
+	// 0 or less means DefaultMemoryLimit.
+	MemoryLimit int64
 }
 
-type mountPoint struct {
-	cpath     string // clean container path
-	host      string // resolved host path
-	ro        bool
-	recursive bool   // read-only applies to nested mounts too
-	dev       uint64 // device of host, to recognise nested mounts
-}
+// DefaultMemoryLimit bounds a container's own files when its config sets no
+// memory limit: 64 MiB, a small tmpfs.
+const DefaultMemoryLimit = 64 << 20
+
+// entryOverhead is what each path of the writable layer is counted for
+// besides its name and content: about what its node and map entries take,
+// so creating empty files or directories in a loop fills the bound too (a
+// tmpfs runs out of inodes the same way).
+const entryOverhead = 256
+
+func entryCost(p string) int64 { return int64(len(p)) + entryOverhead }
 
 // FS is one container's file system: an in-memory overlay over the image content
 // (the writable layer is the container's own copy-on-write map), synthetic /etc
@@ -103,10 +114,21 @@ type FS struct {
 	upper    map[string]*node
 	whiteout map[string]bool
 	owned    map[*node]bool // nodes this FS created and may mutate in place
-	mounts   []mountPoint   // longest container path first
+	mounts   []*mountPoint  // longest container path first
+	mountAt  map[string]*mountPoint
 	cfg      FSConfig
 	sysctls  map[string]string
-	written  int64
+	// written is the content the container wrote to its own layer (file data
+	// and symlink targets, copy-ups included: WritableLayerBytes); held the
+	// memory that content takes (array capacities), meta what its paths are
+	// counted for (entryCost). held+meta stays within limit (MemoryLimit).
+	written int64
+	held    int64
+	meta    int64
+	limit   int64
+	// writers counts the open writers of a node: a file removed while open
+	// keeps its bytes counted until the last writer closes, as on tmpfs.
+	writers map[*node]int
 	// proc answers reads under /proc other than /proc/sys (set by the container,
 	// which owns the process table). rel is the path below /proc.
 	proc func(rel string) ([]byte, bool)
@@ -120,7 +142,7 @@ func NewFS(cfg FSConfig) (*FS, error) {
 	if img == nil {
 		img = BaseLayer("busybox")
 	}
-	f := &FS{lower: img, upper: map[string]*node{}, whiteout: map[string]bool{}, owned: map[*node]bool{}, cfg: cfg, sysctls: map[string]string{}}
+	f := &FS{lower: img, upper: map[string]*node{}, whiteout: map[string]bool{}, owned: map[*node]bool{}, cfg: cfg, sysctls: map[string]string{}, limit: cfg.MemoryLimit}
 	now := time.Now()
 	add := func(p string, data []byte) {
 		f.ensureDirs(path.Dir(p))
@@ -155,27 +177,9 @@ func NewFS(cfg FSConfig) (*FS, error) {
 	for k, v := range cfg.Sysctls {
 		f.sysctls[strings.ReplaceAll(k, ".", "/")] = v
 	}
-	for _, m := range cfg.Mounts {
-		if m.ContainerPath == "" || !path.IsAbs(m.ContainerPath) {
-			return nil, fmt.Errorf("mount container path %q must be absolute", m.ContainerPath)
-		}
-		host, err := filepath.EvalSymlinks(m.HostPath)
-		if err != nil {
-			return nil, fmt.Errorf("mount %q: host path %q: %w", m.ContainerPath, m.HostPath, err)
-		}
-		cp := path.Clean(m.ContainerPath)
-		f.mounts = append(f.mounts, mountPoint{cpath: cp, host: host, ro: m.Readonly, recursive: m.RecursiveReadOnly, dev: deviceOf(host)})
-		// The mount point exists in the container's tree, as runc creates it.
-		if st, err := os.Stat(host); err == nil {
-			if st.IsDir() {
-				f.ensureDirs(cp)
-			} else if _, ok := f.get(cp); !ok {
-				f.ensureDirs(path.Dir(cp))
-				add(cp, nil)
-			}
-		}
+	if err := f.addMounts(cfg.Mounts, add); err != nil {
+		return nil, err
 	}
-	sort.SliceStable(f.mounts, func(i, j int) bool { return len(f.mounts[i].cpath) > len(f.mounts[j].cpath) })
 	return f, nil
 }
 
@@ -211,15 +215,59 @@ func (f *FS) lookup(p string) *node {
 }
 
 func (f *FS) set(p string, n *node) {
+	if _, ok := f.upper[p]; !ok {
+		f.meta += entryCost(p)
+	}
 	f.upper[p] = n
-	delete(f.whiteout, p)
+	if f.whiteout[p] {
+		delete(f.whiteout, p)
+		f.meta -= entryCost(p)
+	}
 }
 
 func (f *FS) del(p string) {
-	delete(f.upper, p)
-	if _, ok := f.lower.entries[p]; ok {
-		f.whiteout[p] = true
+	if _, ok := f.upper[p]; ok {
+		delete(f.upper, p)
+		f.meta -= entryCost(p)
 	}
+	if _, ok := f.lower.entries[p]; ok && !f.whiteout[p] {
+		f.whiteout[p] = true
+		f.meta += entryCost(p)
+	}
+}
+
+// limitBytes is the bound on held+meta. Caller holds f.mu.
+func (f *FS) limitBytes() int64 {
+	if f.limit > 0 {
+		return f.limit
+	}
+	return DefaultMemoryLimit
+}
+
+// fits reports whether n more bytes may be held in the container's own
+// layer. Caller holds f.mu.
+func (f *FS) fits(n int64) bool { return f.held+f.meta+n <= f.limitBytes() }
+
+// release drops an owned node that left the tree (removed, or replaced by a
+// rename): its content stops counting once no writer holds it. Caller holds
+// f.mu.
+func (f *FS) release(n *node) {
+	if !f.owned[n] {
+		return
+	}
+	delete(f.owned, n)
+	if f.writers[n] == 0 {
+		f.written -= n.bytes()
+		f.held -= n.held()
+	}
+}
+
+// SetMemoryLimit changes the bound of MemoryLimit (UpdateContainerResources);
+// 0 or less means DefaultMemoryLimit. What is held already stays.
+func (f *FS) SetMemoryLimit(n int64) {
+	f.mu.Lock()
+	f.limit = n
+	f.mu.Unlock()
 }
 
 // all is the merged view (a fresh map: used by listings, removals, renames).
@@ -362,25 +410,6 @@ type cred struct {
 
 var rootCred = cred{dacOverride: true}
 
-type locKind int
-
-const (
-	locMem locKind = iota
-	locHost
-	locProc
-	locDev
-	locMasked
-)
-
-// loc is where a container path lands after resolution.
-type loc struct {
-	kind  locKind
-	cpath string // resolved container path
-	host  string // locHost: the host path
-	ro    bool   // writes refused with EROFS
-	rel   string // locProc: path below /proc; locDev: device name
-}
-
 func pathErr(op, p string, err error) error {
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
@@ -390,18 +419,6 @@ func pathErr(op, p string, err error) error {
 }
 
 var devices = map[string]bool{"null": true, "zero": true, "random": true, "urandom": true, "full": true, "tty": true, "stdout": true, "stderr": true, "stdin": true}
-
-func (f *FS) mountFor(p string) (mountPoint, string, bool) {
-	for _, m := range f.mounts {
-		if p == m.cpath {
-			return m, m.host, true
-		}
-		if strings.HasPrefix(p, m.cpath+"/") || m.cpath == "/" {
-			return m, filepath.Join(m.host, strings.TrimPrefix(p, m.cpath)), true
-		}
-	}
-	return mountPoint{}, "", false
-}
 
 func (f *FS) underPrefix(list []string, p string) bool {
 	for _, q := range list {
@@ -413,141 +430,66 @@ func (f *FS) underPrefix(list []string, p string) bool {
 	return false
 }
 
-// deviceOf is the device number of the file system holding p (0 if unknown).
-func deviceOf(p string) uint64 {
-	var st syscall.Stat_t
-	if err := syscall.Stat(p, &st); err != nil {
-		return 0
-	}
-	return uint64(st.Dev)
-}
-
-// nestedMount reports whether host (below m's host path) lies on another
-// file system mounted under it: its nearest existing ancestor has another
-// device number than the mount's root.
-func nestedMount(m mountPoint, host string) bool {
-	for p := host; len(p) > len(m.host); p = filepath.Dir(p) {
-		if d := deviceOf(p); d != 0 {
-			return d != m.dev
-		}
-	}
-	return false
-}
-
-// resolve walks p through the in-memory tree, following symlinks (the last
-// component only when follow is set), and stops at a mount, /proc or a device.
-// Caller holds f.mu (read).
-func (f *FS) resolve(p string, follow bool) (loc, error) {
-	p = cleanAbs(p)
-	for hops := 0; hops < 40; hops++ {
-		restart := ""
-		comps := strings.Split(strings.TrimPrefix(p, "/"), "/")
-		cur := "/"
-		if p == "/" {
-			comps = nil
-		}
-		for i, c := range comps {
-			next := path.Join(cur, c)
-			last := i == len(comps)-1
-			if m, host, ok := f.mountFor(next); ok && (next == m.cpath) {
-				rest := strings.Join(comps[i+1:], "/")
-				full := path.Join(next, rest)
-				if rest != "" {
-					host = filepath.Join(host, rest)
-				}
-				return f.finish(loc{kind: locHost, cpath: full, host: host, ro: m.ro && (m.recursive || !nestedMount(m, host))}), nil
-			}
-			if next == "/proc" {
-				rest := strings.Join(comps[i+1:], "/")
-				return f.finish(loc{kind: locProc, cpath: path.Join(next, rest), rel: rest}), nil
-			}
-			if cur == "/dev" && last && devices[c] {
-				if _, _, ok := f.mountFor(next); !ok {
-					return f.finish(loc{kind: locDev, cpath: next, rel: c}), nil
-				}
-			}
-			n, ok := f.get(next)
-			if !ok {
-				if last {
-					return f.finish(loc{kind: locMem, cpath: next}), nil
-				}
-				return loc{}, syscall.ENOENT
-			}
-			if n.isSymlink() && (!last || follow) {
-				t := n.target
-				if !path.IsAbs(t) {
-					t = path.Join(cur, t)
-				}
-				restart = path.Join(t, strings.Join(comps[i+1:], "/"))
-				break
-			}
-			if !last && !n.isDir() {
-				return loc{}, syscall.ENOTDIR
-			}
-			cur = next
-		}
-		if restart == "" {
-			return f.finish(loc{kind: locMem, cpath: path.Clean(cur)}), nil
-		}
-		p = cleanAbs(restart)
-	}
-	return loc{}, syscall.ELOOP
-}
-
-func (f *FS) finish(l loc) loc {
-	if f.underPrefix(f.cfg.MaskedPaths, l.cpath) {
-		l.kind = locMasked
-		l.ro = true
-		return l
-	}
-	if l.kind == locMem && f.cfg.ReadonlyRootfs {
-		l.ro = true
-	}
-	if l.kind == locProc || f.underPrefix(f.cfg.ReadonlyPaths, l.cpath) {
-		l.ro = true
-	}
-	return l
-}
-
 type memInfo struct {
-	name string
-	n    *node
+	name     string
+	mode     fs.FileMode
+	size     int64
+	mtime    time.Time
+	uid, gid int
+}
+
+// info describes n as it is now (a copy: the node may change after the lock
+// is released). Caller holds f.mu.
+func info(name string, n *node) memInfo {
+	return memInfo{name: name, mode: n.mode, size: n.size(), mtime: n.mtime, uid: n.uid, gid: n.gid}
 }
 
 func (i memInfo) Name() string       { return i.name }
-func (i memInfo) Size() int64        { return int64(len(i.n.data)) }
-func (i memInfo) Mode() fs.FileMode  { return i.n.mode }
-func (i memInfo) ModTime() time.Time { return i.n.mtime }
-func (i memInfo) IsDir() bool        { return i.n.isDir() }
-func (i memInfo) Sys() any           { return &Owner{UID: i.n.uid, GID: i.n.gid} }
+func (i memInfo) Size() int64        { return i.size }
+func (i memInfo) Mode() fs.FileMode  { return i.mode }
+func (i memInfo) ModTime() time.Time { return i.mtime }
+func (i memInfo) IsDir() bool        { return i.mode.IsDir() }
+func (i memInfo) Sys() any           { return &Owner{UID: i.uid, GID: i.gid} }
 
 // Owner is the Sys() value of a FileInfo from the in-memory layers.
 type Owner struct{ UID, GID int }
 
 func virtualInfo(name string, mode fs.FileMode, size int) fs.FileInfo {
-	return memInfo{name: name, n: &node{mode: mode, data: make([]byte, size), mtime: time.Now()}}
+	return memInfo{name: name, mode: mode, size: int64(size), mtime: time.Now()}
 }
+
+// namedInfo is a host file's information under its name in the container
+// (a mount point's host directory has another name).
+type namedInfo struct {
+	fs.FileInfo
+	name string
+}
+
+func (i namedInfo) Name() string { return i.name }
 
 func (f *FS) stat(p string, follow bool) (fs.FileInfo, loc, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	l, err := f.resolve(p, follow)
+	var roots hostRoots
+	defer roots.close()
+	l, err := f.walk(&roots, p, follow, false)
 	if err != nil {
 		return nil, l, pathErr("stat", p, err)
 	}
 	name := path.Base(l.cpath)
 	switch l.kind {
 	case locHost:
-		var st fs.FileInfo
-		if follow {
-			st, err = os.Stat(l.host)
-		} else {
-			st, err = os.Lstat(l.host)
-		}
+		r, err := roots.get(l.m)
 		if err != nil {
 			return nil, l, pathErr("stat", p, err)
 		}
-		return st, l, nil
+		// Lstat even when following: walk followed every symlink, so what
+		// is left is no link (or one swapped in since, not to be followed).
+		st, err := r.Lstat(l.rel)
+		if err != nil {
+			return nil, l, pathErr("stat", p, err)
+		}
+		return namedInfo{st, name}, l, nil
 	case locDev:
 		return virtualInfo(name, fs.ModeDevice|fs.ModeCharDevice|0o666, 0), l, nil
 	case locMasked:
@@ -569,7 +511,7 @@ func (f *FS) stat(p string, follow bool) (fs.FileInfo, loc, error) {
 	if !ok {
 		return nil, l, pathErr("stat", p, syscall.ENOENT)
 	}
-	return memInfo{name: name, n: n}, l, nil
+	return info(name, n), l, nil
 }
 
 // Stat returns file information, following symlinks.
@@ -643,19 +585,25 @@ func (zeroReader) Read(b []byte) (int, error) {
 func (f *FS) Open(p string) (io.ReadCloser, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	l, err := f.resolve(p, true)
+	var roots hostRoots
+	defer roots.close()
+	l, err := f.walk(&roots, p, true, false)
 	if err != nil {
 		return nil, pathErr("open", p, err)
 	}
 	switch l.kind {
 	case locHost:
-		st, err := os.Stat(l.host)
-		if err == nil && st.IsDir() {
-			return nil, pathErr("read", p, syscall.EISDIR)
-		}
-		file, err := os.Open(l.host)
+		r, err := roots.get(l.m)
 		if err != nil {
 			return nil, pathErr("open", p, err)
+		}
+		file, err := r.Open(l.rel)
+		if err != nil {
+			return nil, pathErr("open", p, err)
+		}
+		if st, err := file.Stat(); err == nil && st.IsDir() {
+			file.Close()
+			return nil, pathErr("read", p, syscall.EISDIR)
 		}
 		return file, nil
 	case locDev:
@@ -686,21 +634,34 @@ func (f *FS) Open(p string) (io.ReadCloser, error) {
 	if n.isDir() {
 		return nil, pathErr("read", p, syscall.EISDIR)
 	}
-	return io.NopCloser(bytes.NewReader(append([]byte(nil), n.data...))), nil
+	// The bytes are shared, not copied: a node's content is only ever
+	// appended to or replaced, never changed in place.
+	return io.NopCloser(n.reader()), nil
 }
 
 // ReadDir lists a directory, sorted by name.
 func (f *FS) ReadDir(p string) ([]fs.FileInfo, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	l, err := f.resolve(p, true)
+	var roots hostRoots
+	defer roots.close()
+	l, err := f.walk(&roots, p, true, false)
 	if err != nil {
 		return nil, pathErr("open", p, err)
 	}
 	var out []fs.FileInfo
 	switch l.kind {
 	case locHost:
-		ents, err := os.ReadDir(l.host)
+		r, err := roots.get(l.m)
+		if err != nil {
+			return nil, pathErr("open", p, err)
+		}
+		dir, err := r.Open(l.rel)
+		if err != nil {
+			return nil, pathErr("open", p, err)
+		}
+		defer dir.Close()
+		ents, err := dir.ReadDir(-1)
 		if err != nil {
 			return nil, pathErr("open", p, err)
 		}
@@ -709,6 +670,7 @@ func (f *FS) ReadDir(p string) ([]fs.FileInfo, error) {
 				out = append(out, st)
 			}
 		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 		return out, nil
 	case locMasked:
 		return nil, nil
@@ -766,7 +728,7 @@ func (f *FS) ReadDir(p string) ([]fs.FileInfo, error) {
 			continue
 		}
 		seen[q[len(prefix):]] = true
-		out = append(out, memInfo{name: q[len(prefix):], n: c})
+		out = append(out, info(q[len(prefix):], c))
 	}
 	// Mount points not yet in the tree still show up in their parent.
 	for _, m := range f.mounts {
@@ -823,36 +785,93 @@ func (f *FS) newNode(c cred, mode fs.FileMode) *node {
 	return n
 }
 
-// ownedNode returns a node at p that this FS may mutate, copying a shared one.
-func (f *FS) ownedNode(p string) *node {
+// ownedNode returns a node at p that this FS may mutate, copying a shared one
+// up (with its content when keepData is set). A copy-up that does not fit in
+// the bound fails with ENOSPC, as on a full overlay upper directory. Caller
+// holds f.mu.
+func (f *FS) ownedNode(p string, keepData bool) (*node, error) {
 	n := f.lookup(p)
 	if n == nil || f.owned[n] {
-		return n
+		return n, nil
 	}
-	n = n.clone()
+	grow := int64(len(n.target))
+	if keepData {
+		grow = n.bytes() // clone's arrays are exactly the content's size
+	}
+	if _, inUpper := f.upper[p]; !inUpper {
+		grow += entryCost(p)
+	}
+	if !f.fits(grow) {
+		return nil, syscall.ENOSPC
+	}
+	if keepData {
+		n = n.clone()
+	} else {
+		c := *n
+		c.data, c.chunks = nil, nil
+		n = &c
+	}
 	f.owned[n] = true
 	f.set(p, n)
-	f.written += int64(len(n.data)) // an overlay copy-up lands in the upper layer
-	return n
+	f.written += n.bytes() // an overlay copy-up lands in the upper layer
+	f.held += n.held()
+	return n, nil
 }
 
 // memWriter appends to an in-memory file.
 type memWriter struct {
-	f *FS
-	p string
-	n *node
+	f      *FS
+	n      *node
+	closed bool
 }
 
+// Write appends what fits in the container's bound and fails the rest with
+// ENOSPC ("No space left on device"), as a write to a full tmpfs does.
 func (w *memWriter) Write(b []byte) (int, error) {
-	w.f.mu.Lock()
-	defer w.f.mu.Unlock()
-	w.n.data = append(w.n.data, b...)
-	w.n.mtime = time.Now()
-	w.f.written += int64(len(b))
+	f := w.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if w.closed {
+		return 0, os.ErrClosed
+	}
+	n, grown := w.n.appendChunks(b, f.limitBytes()-f.held-f.meta)
+	f.written += n
+	f.held += grown
+	if n > 0 {
+		w.n.mtime = time.Now()
+	}
+	if n < int64(len(b)) {
+		return int(n), syscall.ENOSPC
+	}
 	return len(b), nil
 }
 
-func (w *memWriter) Close() error { return nil }
+func (w *memWriter) Close() error {
+	f := w.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if f.writers[w.n]--; f.writers[w.n] <= 0 {
+		delete(f.writers, w.n)
+		if !f.owned[w.n] {
+			f.written -= w.n.bytes() // removed while open: its bytes go now
+			f.held -= w.n.held()
+		}
+	}
+	return nil
+}
+
+// newWriter opens a writer on an owned node. Caller holds f.mu.
+func (f *FS) newWriter(n *node) *memWriter {
+	if f.writers == nil {
+		f.writers = map[*node]int{}
+	}
+	f.writers[n]++
+	return &memWriter{f: f, n: n}
+}
 
 type discard struct{}
 
@@ -867,7 +886,9 @@ func (e errWriter) Close() error              { return nil }
 func (f *FS) openWrite(c cred, p string, appendMode bool, perm fs.FileMode) (io.WriteCloser, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	l, err := f.resolve(p, true)
+	var roots hostRoots
+	defer roots.close()
+	l, err := f.walk(&roots, p, true, false)
 	if err != nil {
 		return nil, pathErr("open", p, err)
 	}
@@ -888,13 +909,17 @@ func (f *FS) openWrite(c cred, p string, appendMode bool, perm fs.FileMode) (io.
 		if l.ro {
 			return nil, pathErr("open", p, syscall.EROFS)
 		}
+		r, err := roots.get(l.m)
+		if err != nil {
+			return nil, pathErr("open", p, err)
+		}
 		flag := os.O_WRONLY | os.O_CREATE
 		if appendMode {
 			flag |= os.O_APPEND
 		} else {
 			flag |= os.O_TRUNC
 		}
-		file, err := os.OpenFile(l.host, flag, perm)
+		file, err := r.OpenFile(l.rel, flag, perm.Perm())
 		if err != nil {
 			return nil, pathErr("open", p, err)
 		}
@@ -911,20 +936,26 @@ func (f *FS) openWrite(c cred, p string, appendMode bool, perm fs.FileMode) (io.
 		if !c.canWrite(n) {
 			return nil, pathErr("open", p, syscall.EACCES)
 		}
-		n = f.ownedNode(l.cpath)
+		if n, err = f.ownedNode(l.cpath, appendMode); err != nil {
+			return nil, pathErr("open", p, err)
+		}
 		if !appendMode {
-			f.written -= int64(len(n.data))
-			n.data = nil
+			f.written -= n.size()
+			f.held -= n.held() - int64(len(n.target))
+			n.data, n.chunks = nil, nil
 		}
 		n.mtime = time.Now()
-		return &memWriter{f: f, p: l.cpath, n: n}, nil
+		return f.newWriter(n), nil
 	}
 	if err := f.writableParent(c, l); err != nil {
 		return nil, pathErr("open", p, err)
 	}
+	if !f.fits(entryCost(l.cpath)) {
+		return nil, pathErr("open", p, syscall.ENOSPC)
+	}
 	n = f.newNode(c, perm.Perm())
 	f.set(l.cpath, n)
-	return &memWriter{f: f, p: l.cpath, n: n}, nil
+	return f.newWriter(n), nil
 }
 
 // OpenWrite opens p for writing (creating it with perm), truncating it unless
@@ -952,34 +983,42 @@ func (f *FS) WriteFile(p string, data []byte, perm fs.FileMode) error {
 
 func (f *FS) touch(c cred, p string) error {
 	f.mu.Lock()
-	l, err := f.resolve(p, true)
+	var roots hostRoots
+	l, err := f.walk(&roots, p, true, false)
+	done := func(err error) error {
+		roots.close()
+		f.mu.Unlock()
+		return wrapNil("touch", p, err)
+	}
 	if err == nil && l.kind == locMem {
 		if n, ok := f.get(l.cpath); ok {
 			if l.ro {
-				f.mu.Unlock()
-				return pathErr("touch", p, syscall.EROFS)
+				return done(syscall.EROFS)
 			}
 			if !c.canWrite(n) {
-				f.mu.Unlock()
-				return pathErr("touch", p, syscall.EACCES)
+				return done(syscall.EACCES)
 			}
-			f.ownedNode(l.cpath).mtime = time.Now()
-			f.mu.Unlock()
-			return nil
+			if n, err = f.ownedNode(l.cpath, true); err != nil {
+				return done(err)
+			}
+			n.mtime = time.Now()
+			return done(nil)
 		}
 	}
 	if err == nil && l.kind == locHost {
-		f.mu.Unlock()
-		if _, serr := os.Stat(l.host); serr == nil {
+		r, err := roots.get(l.m)
+		if err != nil {
+			return done(err)
+		}
+		if _, err := r.Lstat(l.rel); err == nil {
 			if l.ro {
-				return pathErr("touch", p, syscall.EROFS)
+				return done(syscall.EROFS)
 			}
 			now := time.Now()
-			return pathErr("touch", p, os.Chtimes(l.host, now, now))
+			return done(r.Chtimes(l.rel, now, now))
 		}
-	} else {
-		f.mu.Unlock()
 	}
+	done(nil)
 	w, err := f.openWrite(c, p, true, 0o644)
 	if err != nil {
 		return err
@@ -990,7 +1029,9 @@ func (f *FS) touch(c cred, p string) error {
 func (f *FS) mkdir(c cred, p string, perm fs.FileMode) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	l, err := f.resolve(p, false)
+	var roots hostRoots
+	defer roots.close()
+	l, err := f.walk(&roots, p, false, false)
 	if err != nil {
 		return pathErr("mkdir", p, err)
 	}
@@ -999,7 +1040,17 @@ func (f *FS) mkdir(c cred, p string, perm fs.FileMode) error {
 		if l.ro {
 			return pathErr("mkdir", p, syscall.EROFS)
 		}
-		return wrapNil("mkdir", p, os.Mkdir(l.host, perm))
+		r, err := roots.get(l.m)
+		if err != nil {
+			return pathErr("mkdir", p, err)
+		}
+		if err := r.Mkdir(l.rel, perm.Perm()); err != nil {
+			return pathErr("mkdir", p, err)
+		}
+		if special := perm & (fs.ModeSticky | fs.ModeSetgid | fs.ModeSetuid); special != 0 {
+			return wrapNil("mkdir", p, r.Chmod(l.rel, perm.Perm()|special)) // Root.Mkdir takes permission bits only
+		}
+		return nil
 	case locProc, locDev, locMasked:
 		if l.kind == locMasked || l.rel == "" || f.procIsDir(l.rel) || l.kind == locDev {
 			return pathErr("mkdir", p, syscall.EEXIST)
@@ -1011,6 +1062,9 @@ func (f *FS) mkdir(c cred, p string, perm fs.FileMode) error {
 	}
 	if err := f.writableParent(c, l); err != nil {
 		return pathErr("mkdir", p, err)
+	}
+	if !f.fits(entryCost(l.cpath)) {
+		return pathErr("mkdir", p, syscall.ENOSPC)
 	}
 	f.set(l.cpath, f.newNode(c, fs.ModeDir|perm.Perm()))
 	return nil
@@ -1047,10 +1101,23 @@ func (f *FS) mkdirAll(c cred, p string, perm fs.FileMode) error {
 func (f *FS) Mkdir(p string, perm fs.FileMode) error    { return f.mkdir(rootCred, p, perm) }
 func (f *FS) MkdirAll(p string, perm fs.FileMode) error { return f.mkdirAll(rootCred, p, perm) }
 
+// busy reports whether p is a mount point or has one below it: the kernel
+// refuses to remove or rename it (EBUSY).
+func (f *FS) busy(p string) bool {
+	for _, m := range f.mounts {
+		if m.cpath == p || p == "/" || strings.HasPrefix(m.cpath, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 func (f *FS) remove(c cred, p string, recursive bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	l, err := f.resolve(p, false)
+	var roots hostRoots
+	defer roots.close()
+	l, err := f.walk(&roots, p, false, false)
 	if err != nil {
 		return pathErr("remove", p, err)
 	}
@@ -1059,13 +1126,25 @@ func (f *FS) remove(c cred, p string, recursive bool) error {
 		if l.ro {
 			return pathErr("remove", p, syscall.EROFS)
 		}
-		if _, err := os.Lstat(l.host); err != nil {
+		r, err := roots.get(l.m)
+		if err != nil {
+			return pathErr("remove", p, err)
+		}
+		if f.busy(l.cpath) {
+			if recursive && f.mountAt[l.cpath] == l.m && l.m.isDir() {
+				// rm -rf of a mount point empties it, then fails on the
+				// mount point itself.
+				f.emptyMountRoot(r, l.cpath)
+			}
+			return pathErr("remove", p, syscall.EBUSY)
+		}
+		if _, err := r.Lstat(l.rel); err != nil {
 			return pathErr("remove", p, err)
 		}
 		if recursive {
-			return wrapNil("remove", p, os.RemoveAll(l.host))
+			return wrapNil("remove", p, r.RemoveAll(l.rel)) // never follows a symlink, in or out of the root
 		}
-		return wrapNil("remove", p, os.Remove(l.host))
+		return wrapNil("remove", p, r.Remove(l.rel))
 	case locProc, locDev, locMasked:
 		return pathErr("remove", p, syscall.EROFS)
 	}
@@ -1079,10 +1158,8 @@ func (f *FS) remove(c cred, p string, recursive bool) error {
 	if err := f.writableParent(c, l); err != nil {
 		return pathErr("remove", p, err)
 	}
-	for _, m := range f.mounts {
-		if m.cpath == l.cpath || strings.HasPrefix(m.cpath, l.cpath+"/") {
-			return pathErr("remove", p, syscall.EBUSY)
-		}
+	if f.busy(l.cpath) {
+		return pathErr("remove", p, syscall.EBUSY)
 	}
 	if n.isDir() {
 		var children []string
@@ -1095,19 +1172,31 @@ func (f *FS) remove(c cred, p string, recursive bool) error {
 			return pathErr("remove", p, syscall.ENOTEMPTY)
 		}
 		for _, q := range children {
-			if c := f.lookup(q); f.owned[c] {
-				f.written -= int64(len(c.data))
-				delete(f.owned, c)
+			if child := f.lookup(q); child != nil {
+				f.release(child)
 			}
 			f.del(q)
 		}
 	}
-	if f.owned[n] {
-		f.written -= int64(len(n.data))
-		delete(f.owned, n)
-	}
+	f.release(n)
 	f.del(l.cpath)
 	return nil
+}
+
+// emptyMountRoot removes what a directory mount holds, but the mount points
+// of other mounts below it. Caller holds f.mu.
+func (f *FS) emptyMountRoot(r *os.Root, cpath string) {
+	dir, err := r.Open(".")
+	if err != nil {
+		return
+	}
+	names, _ := dir.Readdirnames(-1)
+	dir.Close()
+	for _, n := range names {
+		if !f.busy(path.Join(cpath, n)) {
+			r.RemoveAll(n)
+		}
+	}
 }
 
 // Remove removes a file or an empty directory; RemoveAll removes a tree.
@@ -1117,22 +1206,33 @@ func (f *FS) RemoveAll(p string) error { return f.remove(rootCred, p, true) }
 func (f *FS) rename(c cred, from, to string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	lf, err := f.resolve(from, false)
+	var roots hostRoots
+	defer roots.close()
+	lf, err := f.walk(&roots, from, false, false)
 	if err != nil {
 		return pathErr("rename", from, err)
 	}
-	lt, err := f.resolve(to, false)
+	lt, err := f.walk(&roots, to, false, false)
 	if err != nil {
 		return pathErr("rename", to, err)
 	}
-	if lf.kind == locHost && lt.kind == locHost {
+	if f.busy(lf.cpath) || f.busy(lt.cpath) {
+		return pathErr("rename", from, syscall.EBUSY)
+	}
+	if lf.kind == locHost && lt.kind == locHost && lf.m == lt.m {
 		if lf.ro || lt.ro {
 			return pathErr("rename", from, syscall.EROFS)
 		}
-		return wrapNil("rename", from, os.Rename(lf.host, lt.host))
+		r, err := roots.get(lf.m)
+		if err != nil {
+			return pathErr("rename", from, err)
+		}
+		return wrapNil("rename", from, r.Rename(lf.rel, lt.rel))
 	}
 	if lf.kind != locMem || lt.kind != locMem {
-		return pathErr("rename", from, syscall.EXDEV) // across mounts, as the kernel says
+		// Across mounts, even of one host file system, as the kernel says;
+		// mv then copies and removes.
+		return pathErr("rename", from, syscall.EXDEV)
 	}
 	if _, ok := f.get(lf.cpath); !ok {
 		return pathErr("rename", from, syscall.ENOENT)
@@ -1143,15 +1243,32 @@ func (f *FS) rename(c cred, from, to string) error {
 	if err := f.writableParent(c, lt); err != nil {
 		return pathErr("rename", to, err)
 	}
-	if dst, ok := f.get(lt.cpath); ok && dst.isDir() {
+	if lt.cpath == lf.cpath {
+		return nil
+	}
+	if strings.HasPrefix(lt.cpath, lf.cpath+"/") {
+		return pathErr("rename", from, syscall.EINVAL) // into itself
+	}
+	dst, exists := f.get(lt.cpath)
+	if exists && dst.isDir() {
 		return pathErr("rename", to, syscall.EISDIR)
 	}
 	moved := map[string]*node{}
+	var olds []string
 	for q, n := range f.all() {
 		if q == lf.cpath || strings.HasPrefix(q, lf.cpath+"/") {
 			moved[lt.cpath+strings.TrimPrefix(q, lf.cpath)] = n
-			f.del(q)
+			olds = append(olds, q)
 		}
+	}
+	if grow := int64(len(olds) * (len(lt.cpath) - len(lf.cpath))); grow > 0 && !f.fits(grow) {
+		return pathErr("rename", to, syscall.ENOSPC) // longer names for a whole tree
+	}
+	if exists {
+		f.release(dst)
+	}
+	for _, q := range olds {
+		f.del(q)
 	}
 	for q, n := range moved {
 		f.set(q, n)
@@ -1165,7 +1282,15 @@ func (f *FS) Rename(from, to string) error { return f.rename(rootCred, from, to)
 func (f *FS) symlink(c cred, target, p string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	l, err := f.resolve(p, false)
+	switch {
+	case target == "":
+		return pathErr("symlink", p, syscall.ENOENT)
+	case len(target) >= pathMax:
+		return pathErr("symlink", p, syscall.ENAMETOOLONG)
+	}
+	var roots hostRoots
+	defer roots.close()
+	l, err := f.walk(&roots, p, false, false)
 	if err != nil {
 		return pathErr("symlink", p, err)
 	}
@@ -1173,7 +1298,18 @@ func (f *FS) symlink(c cred, target, p string) error {
 		if l.ro {
 			return pathErr("symlink", p, syscall.EROFS)
 		}
-		return wrapNil("symlink", p, os.Symlink(target, l.host))
+		if f.mountAt[l.cpath] != nil {
+			return pathErr("symlink", p, syscall.EEXIST)
+		}
+		r, err := roots.get(l.m)
+		if err != nil {
+			return pathErr("symlink", p, err)
+		}
+		// A real symlink, whatever its target: it only ever matters through
+		// walk, which follows it in the container's view. (The host's own
+		// tools may follow it on the host; that is the host's business, as
+		// with a symlink a real container writes into a hostPath.)
+		return wrapNil("symlink", p, r.Symlink(target, l.rel))
 	}
 	if l.kind != locMem {
 		return pathErr("symlink", p, syscall.EROFS)
@@ -1184,9 +1320,14 @@ func (f *FS) symlink(c cred, target, p string) error {
 	if err := f.writableParent(c, l); err != nil {
 		return pathErr("symlink", p, err)
 	}
+	if !f.fits(entryCost(l.cpath) + int64(len(target))) {
+		return pathErr("symlink", p, syscall.ENOSPC)
+	}
 	n := f.newNode(c, fs.ModeSymlink|0o777)
 	n.target = target
 	f.set(l.cpath, n)
+	f.written += n.bytes()
+	f.held += n.held()
 	return nil
 }
 
@@ -1196,7 +1337,9 @@ func (f *FS) Symlink(target, p string) error { return f.symlink(rootCred, target
 func (f *FS) chmod(c cred, p string, mode fs.FileMode) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	l, err := f.resolve(p, true)
+	var roots hostRoots
+	defer roots.close()
+	l, err := f.walk(&roots, p, true, false)
 	if err != nil {
 		return pathErr("chmod", p, err)
 	}
@@ -1204,7 +1347,13 @@ func (f *FS) chmod(c cred, p string, mode fs.FileMode) error {
 		return pathErr("chmod", p, syscall.EROFS)
 	}
 	if l.kind == locHost {
-		return wrapNil("chmod", p, os.Chmod(l.host, mode))
+		r, err := roots.get(l.m)
+		if err != nil {
+			return pathErr("chmod", p, err)
+		}
+		// Root.Chmod never follows a symlink (AT_SYMLINK_NOFOLLOW): one
+		// swapped in meanwhile is changed itself, not its target.
+		return wrapNil("chmod", p, r.Chmod(l.rel, mode))
 	}
 	n, ok := f.get(l.cpath)
 	if !ok {
@@ -1213,7 +1362,9 @@ func (f *FS) chmod(c cred, p string, mode fs.FileMode) error {
 	if !c.dacOverride && n.uid != c.uid {
 		return pathErr("chmod", p, syscall.EPERM)
 	}
-	n = f.ownedNode(l.cpath)
+	if n, err = f.ownedNode(l.cpath, true); err != nil {
+		return pathErr("chmod", p, err)
+	}
 	n.mode = n.mode&^fs.ModePerm | mode.Perm()
 	return nil
 }
@@ -1222,12 +1373,18 @@ func (f *FS) chmod(c cred, p string, mode fs.FileMode) error {
 func (f *FS) Readlink(p string) (string, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	l, err := f.resolve(p, false)
+	var roots hostRoots
+	defer roots.close()
+	l, err := f.walk(&roots, p, false, false)
 	if err != nil {
 		return "", pathErr("readlink", p, err)
 	}
 	if l.kind == locHost {
-		t, err := os.Readlink(l.host)
+		r, err := roots.get(l.m)
+		if err != nil {
+			return "", pathErr("readlink", p, err)
+		}
+		t, err := r.Readlink(l.rel)
 		return t, wrapNil("readlink", p, err)
 	}
 	n, ok := f.get(l.cpath)
@@ -1322,6 +1479,8 @@ func strerror(err error) string {
 		return "No space left on device"
 	case syscall.ENOEXEC:
 		return "Exec format error"
+	case syscall.ENAMETOOLONG:
+		return "File name too long"
 	case syscall.ESRCH:
 		return "No such process"
 	}

@@ -1,6 +1,8 @@
 package process
 
 import (
+	"bytes"
+	"io"
 	"io/fs"
 	"path"
 	"sort"
@@ -13,10 +15,14 @@ import (
 // reachable from more than one layer: writers replace the node (copy on write), so
 // an image layer can be shared by every container started from it.
 type node struct {
-	mode   fs.FileMode // type bits (fs.ModeDir, fs.ModeSymlink) and permission bits
-	data   []byte      // file content
-	target string      // symlink target
-	applet string      // for executables: the applet that runs when this file is executed
+	mode fs.FileMode // type bits (fs.ModeDir, fs.ModeSymlink) and permission bits
+	data []byte      // file content (then chunks)
+	// chunks is what a container appended to a file of its own layer: arrays
+	// of growing size (up to maxChunk) that are filled and never copied, so a
+	// growing file holds at most one partly empty array and leaves no garbage.
+	chunks [][]byte
+	target string // symlink target
+	applet string // for executables: the applet that runs when this file is executed
 	uid    int
 	gid    int
 	mtime  time.Time
@@ -25,10 +31,86 @@ type node struct {
 func (n *node) isDir() bool     { return n.mode&fs.ModeDir != 0 }
 func (n *node) isSymlink() bool { return n.mode&fs.ModeSymlink != 0 }
 
+// size is the length of a file's content.
+func (n *node) size() int64 {
+	s := len(n.data)
+	for _, c := range n.chunks {
+		s += len(c)
+	}
+	return int64(s)
+}
+
+// bytes is the content a node holds (what WritableLayerBytes reports); held
+// the memory it takes for it (array capacities: what the bound counts).
+func (n *node) bytes() int64 { return n.size() + int64(len(n.target)) }
+
+func (n *node) held() int64 {
+	h := cap(n.data) + len(n.target)
+	for _, c := range n.chunks {
+		h += cap(c)
+	}
+	return int64(h)
+}
+
+// reader reads the content as it is now: later appends land beyond the
+// lengths it captured, and nothing is changed in place.
+func (n *node) reader() io.Reader {
+	if len(n.chunks) == 0 {
+		return bytes.NewReader(n.data)
+	}
+	rs := make([]io.Reader, 0, 1+len(n.chunks))
+	rs = append(rs, bytes.NewReader(n.data))
+	for _, c := range n.chunks {
+		rs = append(rs, bytes.NewReader(c))
+	}
+	return io.MultiReader(rs...)
+}
+
 func (n *node) clone() *node {
 	c := *n
-	c.data = append([]byte(nil), n.data...)
+	c.data = make([]byte, 0, n.size())
+	c.data = append(c.data, n.data...)
+	for _, ch := range n.chunks {
+		c.data = append(c.data, ch...)
+	}
+	c.chunks = nil
 	return &c
+}
+
+// maxChunk is the largest array a file's appended content is kept in.
+const maxChunk = 64 << 10
+
+// appendChunks appends what of b fits in room more bytes of capacity; it
+// returns how much it appended and the capacity it took.
+func (n *node) appendChunks(b []byte, room int64) (written, grown int64) {
+	for len(b) > 0 {
+		if k := len(n.chunks); k > 0 {
+			last := n.chunks[k-1]
+			if free := cap(last) - len(last); free > 0 {
+				m := min(free, len(b))
+				n.chunks[k-1] = append(last, b[:m]...)
+				b = b[m:]
+				written += int64(m)
+				continue
+			}
+		}
+		// The next array: twice the last one (512 bytes first), up to
+		// maxChunk, and no more than what the write needs or room allows.
+		size := 512
+		if k := len(n.chunks); k > 0 {
+			size = min(2*cap(n.chunks[k-1]), maxChunk)
+		}
+		size = max(size, min(len(b), maxChunk))
+		if int64(size) > room-grown {
+			size = int(room - grown)
+		}
+		if size <= 0 {
+			break
+		}
+		n.chunks = append(n.chunks, make([]byte, 0, size))
+		grown += int64(size)
+	}
+	return written, grown
 }
 
 // Layer is image content: a read-only tree of directories, files, symlinks and

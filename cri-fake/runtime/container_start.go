@@ -41,6 +41,7 @@ func (s *Service) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 	p, err := s.launcher.Start(ctx, ProcessSpec{
 		ContainerID: c.ID, SandboxID: sb.ID, Config: c.Config, SandboxConfig: sb.Config, Image: img,
 		LogPath: c.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs,
+		Resources: c.Status().Resources,
 	})
 	if err != nil {
 		return nil, fail(codes.Unknown, "failed to start containerd task "+c.ID+": "+err.Error())

@@ -10,7 +10,9 @@ import (
 )
 
 // UpdateContainerResources records new Linux resources for a created or running container
-// (ContainerStatus.resources shows them). There are no cgroups to write.
+// (ContainerStatus.resources shows them) and hands them to its process (ResourceUpdater: the
+// simulation bounds the container's in-memory files by the memory limit). There are no cgroups
+// to write.
 func (s *Service) UpdateContainerResources(ctx context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
 	c, err := s.containers.Get(req.GetContainerId())
 	if err != nil {
@@ -18,6 +20,9 @@ func (s *Service) UpdateContainerResources(ctx context.Context, req *runtimeapi.
 	}
 	if err := c.UpdateResources(req.GetLinux()); err != nil {
 		return nil, storeError(err, "container "+c.ID)
+	}
+	if u, ok := c.Task().(ResourceUpdater); ok {
+		u.UpdateResources(req.GetLinux())
 	}
 	s.persistContainer(c)
 	return &runtimeapi.UpdateContainerResourcesResponse{}, nil

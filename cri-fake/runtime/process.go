@@ -54,6 +54,9 @@ type ProcessSpec struct {
 	PodIPs    []string
 	// Restored is true when the container was RUNNING before cri-fake restarted.
 	Restored bool
+	// Resources are the container's Linux resources as last set (CreateContainer's, or
+	// UpdateContainerResources' since); nil means Config's.
+	Resources *runtimeapi.LinuxContainerResources
 }
 
 // Launcher starts container processes.
@@ -141,6 +144,12 @@ type PortDialer interface {
 type Releaser interface {
 	ReleaseContainer(id string)
 	ReleaseSandbox(id string)
+}
+
+// ResourceUpdater is an optional Process extension: UpdateContainerResources hands the new
+// resources of a started container to its process.
+type ResourceUpdater interface {
+	UpdateResources(r *runtimeapi.LinuxContainerResources)
 }
 
 // LogReopener is an optional Process extension for ReopenContainerLog.

@@ -40,7 +40,8 @@ func (s *Service) Restore(ctx context.Context, l store.Loaded) {
 		}
 		img, _ := s.images.Store().Get(c.ImageID)
 		p, err := s.launcher.Start(ctx, ProcessSpec{ContainerID: c.ID, SandboxID: sb.ID, Config: c.Config,
-			SandboxConfig: sb.Config, Image: img, LogPath: c.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs, Restored: true})
+			SandboxConfig: sb.Config, Image: img, LogPath: c.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs, Restored: true,
+			Resources: c.Status().Resources})
 		if err != nil {
 			c.SetExited(s.now().UnixNano(), 255, "Unknown", "process lost across a cri-fake restart: "+err.Error())
 			s.persistContainer(c)

@@ -405,6 +405,7 @@ func (l *Simulated) Start(ctx context.Context, ps ProcessSpec) (Process, error) 
 		stdinOnce: ps.Config.GetStdinOnce(),
 		ready:     make(chan struct{}),
 		done:      make(chan struct{}),
+		memLimit:  memoryLimit(ps),
 	}
 	if built {
 		own := spec // a copy of its own, so that spec stays off the heap when not built
@@ -538,6 +539,7 @@ func (s *simProcess) begin() error {
 		return err
 	}
 	spec.PIDNamespace = pidns
+	s.applyMemoryLimit(spec.FS)
 	cio := process.NewContainerIO(nil, ps.Config.GetStdin(), ps.Config.GetTty())
 	s.cio = cio // before ready is closed, which publishes it
 	spec.Stdin = cio.Stdin()
@@ -692,6 +694,9 @@ type simProcess struct {
 	exit     Exit
 	onExit   func() // NotifyExit's callback, set under mu; called once after done closes
 	ended    bool   // done is closed (under mu)
+
+	memLimit int64       // memory limit bounding the container's in-memory files (under mu)
+	fs       *process.FS // the started process's file system (under mu; see UpdateResources)
 }
 
 // NotifyExit calls f once the process has ended (at once if it already has).
