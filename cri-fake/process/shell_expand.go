@@ -2,6 +2,7 @@ package process
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -112,6 +113,27 @@ type expandError struct{ msg string }
 
 func (e *expandError) Error() string { return e.msg }
 
+// errUnterminatedQuote and unterminated are the syntax errors ash reports for an expansion that
+// does not end (ash finds them when parsing; here a here-document's body meets them when it is
+// expanded).
+var errUnterminatedQuote = &syntaxError{"unterminated quoted string"}
+
+func unterminated(rest string, err error) error {
+	var se *syntaxError
+	if errors.As(err, &se) {
+		return err // too deeply nested
+	}
+	switch {
+	case strings.HasPrefix(rest, "$(("):
+		return &syntaxError{"missing '))'"}
+	case strings.HasPrefix(rest, "$("):
+		return &syntaxError{`unexpected end of file (expecting ")")`}
+	case strings.HasPrefix(rest, "${"):
+		return &syntaxError{"missing '}'"}
+	}
+	return &syntaxError{"EOF in backquote substitution"}
+}
+
 // expand walks a raw word. split=false keeps everything in one field.
 func (s *shell) expand(w string, b *fieldBuilder, split bool) error {
 	ifs := " \t\n"
@@ -147,17 +169,26 @@ func (s *shell) expand(w string, b *fieldBuilder, split bool) error {
 			i += 2
 		case '\'':
 			j := strings.IndexByte(w[i+1:], '\'')
+			if j < 0 {
+				return errUnterminatedQuote
+			}
 			b.add(w[i+1:i+1+j], true)
 			i += j + 2
 		case '"':
-			end, _ := scanDouble(w, i+1)
+			end, err := scanDouble(w, i+1)
+			if err != nil {
+				return errUnterminatedQuote
+			}
 			inner := w[i+1 : end-1]
 			if err := s.expandDouble(inner, b); err != nil {
 				return err
 			}
 			i = end
 		case '$':
-			end, _ := scanDollar(w, i)
+			end, err := scanDollar(w, i)
+			if err != nil {
+				return unterminated(w[i:], err)
+			}
 			v, multi, err := s.dollar(w[i:end], false)
 			if err != nil {
 				return err
@@ -174,7 +205,10 @@ func (s *shell) expand(w string, b *fieldBuilder, split bool) error {
 			}
 			i = end
 		case '`':
-			end, _ := scanBackquote(w, i+1)
+			end, err := scanBackquote(w, i+1)
+			if err != nil {
+				return unterminated(w[i:], err)
+			}
 			v, err := s.commandSubst(unescapeBackquote(w[i+1 : end-1]))
 			if err != nil {
 				return err
@@ -222,7 +256,10 @@ func (s *shell) expandDouble(w string, b *fieldBuilder) error {
 			b.add("\\", true)
 			i++
 		case '$':
-			end, _ := scanDollar(w, i)
+			end, err := scanDollar(w, i)
+			if err != nil {
+				return unterminated(w[i:], err)
+			}
 			v, multi, err := s.dollar(w[i:end], true)
 			if err != nil {
 				return err
@@ -244,7 +281,10 @@ func (s *shell) expandDouble(w string, b *fieldBuilder) error {
 			}
 			i = end
 		case '`':
-			end, _ := scanBackquote(w, i+1)
+			end, err := scanBackquote(w, i+1)
+			if err != nil {
+				return unterminated(w[i:], err)
+			}
 			v, err := s.commandSubst(unescapeBackquote(w[i+1 : end-1]))
 			if err != nil {
 				return err
@@ -448,8 +488,12 @@ func trimPattern(v, pat string, prefix, longest bool) string {
 
 // commandSubst runs src in a subshell and returns its output without trailing newlines.
 func (s *shell) commandSubst(src string) (string, error) {
+	if s.nest >= maxNest {
+		return "", &expandError{fmt.Sprintf("command substitution: maximum nesting level exceeded (%d)", maxNest)}
+	}
 	var out bytes.Buffer
 	sub := s.subshell()
+	sub.nest++
 	l, err := parseScript(src)
 	if err != nil {
 		return "", &expandError{err.Error()}
@@ -553,9 +597,10 @@ func (s *shell) arith(expr string) (int64, error) {
 }
 
 type arithParser struct {
-	s   *shell
-	src string
-	pos int
+	s     *shell
+	src   string
+	pos   int
+	depth int // nested parentheses and unary operators (see maxNest)
 }
 
 func (a *arithParser) skip() {
@@ -688,6 +733,12 @@ func (a *arithParser) term() (int64, error) {
 }
 
 func (a *arithParser) unary() (int64, error) {
+	if a.depth >= maxNest {
+		// bash: "expression recursion level exceeded"; ash would overflow its stack.
+		return 0, &expandError{"arithmetic: expression recursion level exceeded"}
+	}
+	a.depth++
+	defer func() { a.depth-- }()
 	switch {
 	case a.accept("!"):
 		v, err := a.unary()
