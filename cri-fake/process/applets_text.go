@@ -2,7 +2,6 @@ package process
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -314,7 +313,7 @@ func appletGrep(p *proc) int {
 			name = "(standard input)"
 		}
 		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64*1024), 16<<20)
+		sc.Buffer(make([]byte, 64*1024), maxHeldBytes)
 		n, lineNo := 0, 0
 		for sc.Scan() {
 			if p.ctx().Err() != nil {
@@ -389,8 +388,7 @@ func appletWc(p *proc) int {
 	}
 	var tl, tw, tc int
 	st := p.eachInput(files, func(_ int, f string, r io.Reader) bool {
-		data, _ := io.ReadAll(r)
-		l, w, c := bytes.Count(data, []byte("\n")), len(bytes.Fields(data)), len(data)
+		l, w, c := p.count(r)
 		tl, tw, tc = tl+l, tw+w, tc+c
 		p.wcLine(show, l, w, c, f, len(files) > 0)
 		return true
@@ -399,6 +397,35 @@ func appletWc(p *proc) int {
 		p.wcLine(show, tl, tw, tc, "total", true)
 	}
 	return st
+}
+
+// count counts lines, words (runs of bytes that are not ASCII white space, as busybox's
+// isspace sees them) and bytes as they stream by, so `wc -c /dev/zero` holds nothing.
+func (p *proc) count(r io.Reader) (lines, words, bytes int) {
+	buf := make([]byte, 32<<10)
+	inWord := false
+	for p.ctx().Err() == nil {
+		n, err := r.Read(buf)
+		for _, c := range buf[:n] {
+			switch c {
+			case '\n':
+				lines++
+				inWord = false
+			case ' ', '\t', '\v', '\f', '\r':
+				inWord = false
+			default:
+				if !inWord {
+					words++
+					inWord = true
+				}
+			}
+		}
+		bytes += n
+		if err != nil {
+			break
+		}
+	}
+	return lines, words, bytes
 }
 
 func (p *proc) wcLine(show []byte, l, w, c int, name string, withName bool) {
@@ -452,11 +479,17 @@ func appletHead(p *proc) int {
 			io.CopyN(p.stdout, r, int64(k))
 			return true
 		}
-		lr := lineReader{r}
-		for k := 0; k < n; k++ {
-			line, err := lr.readLine()
-			io.WriteString(p.stdout, line)
-			if err != nil {
+		// Written as read, a line at a time or a buffer of it (busybox's getc/putchar
+		// loop): a line without end streams instead of piling up.
+		in := bufio.NewReader(r)
+		for k := 0; k < n && p.ctx().Err() == nil; {
+			chunk, err := in.ReadSlice('\n')
+			if _, werr := p.stdout.Write(chunk); werr != nil {
+				break
+			}
+			if err == nil {
+				k++
+			} else if err != bufio.ErrBufferFull {
 				break
 			}
 		}
@@ -478,7 +511,11 @@ func appletTail(p *proc) int {
 		n, _ = strconv.Atoi(strings.TrimPrefix(v, "+"))
 	}
 	return p.eachInput(files, func(_ int, f string, r io.Reader) bool {
-		data, _ := io.ReadAll(r)
+		data, err := readBounded(r)
+		if err != nil {
+			p.errorf("%s", lineError(err))
+			return true
+		}
 		lines := strings.SplitAfter(string(data), "\n")
 		if len(lines) > 0 && lines[len(lines)-1] == "" {
 			lines = lines[:len(lines)-1]
@@ -557,28 +594,33 @@ func appletTr(p *proc) int {
 	if len(args) > 1 {
 		to = expand(args[1])
 	}
-	data, _ := io.ReadAll(p.stdin)
-	var b strings.Builder
-	for _, r := range string(data) {
-		idx := -1
-		for i, f := range from {
-			if f == r {
-				idx = i
-				break
-			}
+	index := make(map[rune]int, len(from))
+	for i := len(from) - 1; i >= 0; i-- {
+		index[from[i]] = i // the first occurrence wins
+	}
+	if ascii(from) && ascii(to) {
+		return p.trBytes(index, to, opts['d'] != "")
+	}
+	in := bufio.NewReader(p.stdin)
+	w := bufio.NewWriter(p.stdout)
+	defer w.Flush()
+	for n := 0; ; n++ {
+		if n%4096 == 0 && p.ctx().Err() != nil {
+			return 1
 		}
+		r, _, err := in.ReadRune()
+		if err != nil {
+			break
+		}
+		idx, ok := index[r]
 		switch {
-		case opts['d'] != "" && idx >= 0:
-		case idx >= 0 && len(to) > 0:
-			if idx >= len(to) {
-				idx = len(to) - 1
-			}
-			b.WriteRune(to[idx])
+		case opts['d'] != "" && ok:
+		case ok && len(to) > 0:
+			w.WriteRune(to[min(idx, len(to)-1)])
 		default:
-			b.WriteRune(r)
+			w.WriteRune(r)
 		}
 	}
-	io.WriteString(p.stdout, b.String())
 	return 0
 }
 
@@ -717,6 +759,48 @@ func cutFields(line string, lists []cutRange, delim byte, odelim string, suppres
 
 // appletCut is busybox's cut: -b/-c LIST (bytes), -f LIST with -d DELIM (default TAB), -s, -O
 // OUTDELIM, -D (keep the list's order), -n (ignored); -d with a newline selects whole lines.
+func ascii(rs []rune) bool {
+	for _, r := range rs {
+		if r >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// trBytes is tr over sets of ASCII characters: a byte table, a buffer at a time.
+func (p *proc) trBytes(index map[rune]int, to []rune, del bool) int {
+	var table [256]int16 // -1 delete, else the byte to write
+	for i := range table {
+		table[i] = int16(i)
+	}
+	for r, idx := range index {
+		switch {
+		case del:
+			table[r] = -1
+		case len(to) > 0:
+			table[r] = int16(to[min(idx, len(to)-1)])
+		}
+	}
+	buf := make([]byte, 32<<10)
+	for p.ctx().Err() == nil {
+		n, err := p.stdin.Read(buf)
+		out := buf[:0]
+		for _, c := range buf[:n] {
+			if t := table[c]; t >= 0 {
+				out = append(out, byte(t))
+			}
+		}
+		if _, werr := p.stdout.Write(out); werr != nil {
+			return 1
+		}
+		if err != nil {
+			return 0
+		}
+	}
+	return 1
+}
+
 func appletCut(p *proc) int {
 	opts, files, err := flags(p.args[1:], "bcfdO")
 	if err != nil {
@@ -773,7 +857,7 @@ func appletCut(p *proc) int {
 			continue
 		}
 		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 0, 64<<10), maxLineBytes)
+		sc.Buffer(make([]byte, 0, 64<<10), maxHeldBytes)
 		for lineNo := 0; sc.Scan() && p.ctx().Err() == nil; lineNo++ {
 			line := sc.Text()
 			switch {
@@ -806,15 +890,31 @@ func appletCut(p *proc) int {
 	return st
 }
 
-// maxLineBytes is the longest line the line-oriented applets (cut, sort, grep) hold in memory:
-// busybox would read a longer one whole, as far as the container's memory allows; cri-fake's
-// memory is every container's, so such a line ends the applet's reading of that input with
-// "line too long" instead.
-const maxLineBytes = 16 << 20
+// maxHeldBytes is the most the shell or an applet holds in memory of one thing it reads or
+// builds whole: a line (cut, grep, read, an interactive shell's), an input read to its end (sort,
+// tail, a script, a . file), a command substitution's output, an expanded word. busybox would
+// hold any size, as far as the container's memory limit lets it (then the OOM killer ends it);
+// cri-fake's memory is every container's, so past 16 MiB the applet fails ("line too long",
+// "out of memory") instead.
+const maxHeldBytes = 16 << 20
+
+var errTooBig = errors.New("out of memory")
+
+// readBounded reads r to its end, failing with errTooBig past maxHeldBytes.
+func readBounded(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxHeldBytes+1))
+	if err == nil && len(data) > maxHeldBytes {
+		return nil, errTooBig
+	}
+	return data, err
+}
 
 func lineError(err error) string {
 	if errors.Is(err, bufio.ErrTooLong) {
 		return "line too long"
+	}
+	if errors.Is(err, errTooBig) {
+		return err.Error()
 	}
 	return strerror(err)
 }

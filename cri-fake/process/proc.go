@@ -165,7 +165,12 @@ func (p *proc) runImage() int {
 // waits for it when fg is set. It fails only with EAGAIN, fork's error when
 // the container is at its pids limit.
 func (p *proc) spawn(exe executable, args, env []string, dir string, sio io3, fg bool) (int, error) {
-	t, err := p.c.newTask(p.t, args, p.t.id)
+	return p.spawnIn(false, exe, args, env, dir, sio, fg)
+}
+
+// spawnIn is spawn; with held the child takes over a pid slot the caller holds (see newTaskIn).
+func (p *proc) spawnIn(held bool, exe executable, args, env []string, dir string, sio io3, fg bool) (int, error) {
+	t, err := p.c.newTaskIn(p.t, args, p.t.id, held)
 	if err != nil {
 		return 0, err
 	}

@@ -385,5 +385,9 @@ func netexec(p *proc, port int) int {
 		return code
 	case code := <-exitCh:
 		return code
+	case <-p.ctx().Done():
+		// Killed, or its server crashed (recoverCrash ended the process).
+		code, _ := exitCause(p.ctx())
+		return code
 	}
 }

@@ -74,6 +74,12 @@ type shell struct {
 	// aborted is set when a shell error (see abort) ended what the shell was running: an
 	// interactive shell then goes back to its prompt instead of exiting.
 	aborted bool
+	// heldSlot: this pipeline subshell holds a pid slot, which the first command it spawns
+	// takes over (ash forks the element and execs its command there: one process, not two).
+	heldSlot bool
+	// execTail: this background job is one simple command, which replaces the job's shell
+	// when it is external (ash's forked child execs it), so $! is that command's pid.
+	execTail bool
 }
 
 // maxNest bounds how deeply function calls, eval, . (source), trap actions and command
@@ -151,6 +157,7 @@ func (s *shell) subshell() *shell {
 	}
 	c.params = append([]string(nil), s.params...)
 	c.sub = true
+	c.heldSlot, c.execTail = false, false
 	c.exitReq, c.retReq, c.brk, c.cont = false, false, 0, 0
 	return &c
 }
@@ -318,6 +325,10 @@ func (s *shell) background(ao *andOr, sio io3) {
 	child := *s.p
 	child.t = t
 	sub.p = &child
+	pl := ao.first
+	if _, simple := pl.cmds[0].(*simpleCmd); simple && len(ao.rest) == 0 && !pl.bang && len(pl.cmds) == 1 {
+		sub.execTail = true
+	}
 	sub.io = io3{in: strings.NewReader(""), out: sio.out, err: sio.err}
 	j := &job{pid: t.pid, done: make(chan struct{})}
 	s.jobsMu.Lock()
@@ -442,6 +453,7 @@ func (s *shell) runPipe(cmds []command, sio io3) int {
 		var pw *io.PipeWriter
 		var pr *io.PipeReader
 		sub := s.subshell()
+		sub.heldSlot = true
 		if i < n-1 {
 			pr, pw = io.Pipe()
 			sub.broken = &atomic.Bool{}
@@ -451,7 +463,11 @@ func (s *shell) runPipe(cmds []command, sio io3) int {
 		wg.Add(1)
 		go func(i int, c command, cio io3, pw *io.PipeWriter, myIn io.Reader) {
 			defer wg.Done()
-			defer s.p.c.release()
+			defer func() {
+				if sub.heldSlot {
+					s.p.c.release() // no command took it over
+				}
+			}()
 			defer func() {
 				if pw != nil {
 					pw.Close()
@@ -746,12 +762,14 @@ func (s *shell) exportedEnv(extra []string) []string {
 }
 
 func (s *shell) runSimple(c *simpleCmd, sio io3) int {
+	tail := s.execTail
+	s.execTail = false // only this command, not what a function it calls runs
 	s.substStatus = -1
 	words, err := s.expandWords(c.words)
 	if err != nil {
 		fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
-		if !s.sub {
-			s.exitReq, s.exitCode = true, 2
+		if !s.sub || err == errOutOfMemory {
+			s.abort(2)
 		}
 		return 2
 	}
@@ -761,6 +779,10 @@ func (s *shell) runSimple(c *simpleCmd, sio io3) int {
 		v, err := s.expandString(raw)
 		if err != nil {
 			fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+			if err == errOutOfMemory {
+				s.abort(2) // busybox dies on a failed allocation
+				return 2
+			}
 			return 1
 		}
 		if len(words) == 0 {
@@ -812,7 +834,16 @@ func (s *shell) runSimple(c *simpleCmd, sio io3) int {
 	if err != nil {
 		return s.execFailed(words[0], err, rio)
 	}
-	st, err := s.p.spawn(exe, words, env, s.dir, rio, true)
+	if tail {
+		// The background job's shell becomes the command (exec in the forked child).
+		t := s.p.t
+		t.execAs(words)
+		np := &proc{t: t, c: s.p.c, args: words, env: env, dir: s.dir, stdin: rio.in, stdout: rio.out, stderr: rio.err, tty: s.p.tty, exe: exe}
+		return np.runExecutable()
+	}
+	held := s.heldSlot
+	s.heldSlot = false
+	st, err := s.p.spawnIn(held, exe, words, env, s.dir, rio, true)
 	if err != nil {
 		return s.forkFailed(rio)
 	}
@@ -1108,7 +1139,8 @@ func builtinTrap(s *shell, args []string, sio io3) int {
 }
 
 // lineReader reads one byte at a time so it never consumes input meant for
-// the next reader of the same stream (an interactive shell's commands).
+// the next reader of the same stream (an interactive shell's commands). A
+// line longer than maxHeldBytes fails with errTooBig.
 type lineReader struct{ r io.Reader }
 
 func (l lineReader) readLine() (string, error) {
@@ -1117,6 +1149,9 @@ func (l lineReader) readLine() (string, error) {
 	for {
 		n, err := l.r.Read(one)
 		if n == 1 {
+			if len(b) == maxHeldBytes {
+				return "", errTooBig
+			}
 			b = append(b, one[0])
 			if one[0] == '\n' {
 				return string(b), nil
@@ -1161,6 +1196,10 @@ func builtinRead(s *shell, args []string, sio io3) int {
 	select {
 	case r = <-ch:
 	case <-s.p.t.ctx.Done():
+		return 1
+	}
+	if errors.Is(r.err, errTooBig) {
+		fmt.Fprintf(sio.err, "%s: read: %v\n", s.arg0, r.err)
 		return 1
 	}
 	line := strings.TrimSuffix(r.line, "\n")
@@ -1235,9 +1274,9 @@ func builtinSource(s *shell, args []string, sio io3) int {
 	if len(args) < 2 {
 		return 0
 	}
-	data, err := s.p.c.fs.ReadFile(s.p.absIn(s.dir, args[1]))
+	data, err := s.p.readFileBounded(s.p.absIn(s.dir, args[1]))
 	if err != nil {
-		fmt.Fprintf(sio.err, "%s: .: can't open '%s': %s\n", s.arg0, args[1], strerror(err))
+		fmt.Fprintf(sio.err, "%s: .: can't open '%s': %s\n", s.arg0, args[1], lineError(err))
 		return 2
 	}
 	if !s.enter(sio, args[1], "source") {
@@ -1379,9 +1418,9 @@ func appletSh(p *proc) int {
 			s.params = args[2:]
 		}
 	case len(args) > 0:
-		data, err := p.c.fs.ReadFile(p.abs(args[0]))
+		data, err := p.readFileBounded(p.abs(args[0]))
 		if err != nil {
-			fmt.Fprintf(p.stderr, "%s: can't open '%s': %s\n", s.arg0, args[0], strerror(err))
+			fmt.Fprintf(p.stderr, "%s: can't open '%s': %s\n", s.arg0, args[0], lineError(err))
 			return 2
 		}
 		src = string(data)
@@ -1484,7 +1523,18 @@ func (s *shell) interactive() int {
 		case <-s.p.t.ctx.Done():
 			return s.status
 		}
+		if errors.Is(r.err, errTooBig) {
+			fmt.Fprintf(s.io.err, "%s: %v\n", s.arg0, r.err)
+			s.status = 1
+			break
+		}
 		if r.line == "" && r.err != nil {
+			break
+		}
+		if len(buf)+len(r.line) > maxHeldBytes {
+			// A command never completed (an open quote) over a long input.
+			fmt.Fprintf(s.io.err, "%s: %v\n", s.arg0, errTooBig)
+			s.status = 1
 			break
 		}
 		buf += r.line

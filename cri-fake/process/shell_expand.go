@@ -8,6 +8,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 )
 
 // fieldBuilder accumulates the fields a word expands to. Quoted text never
@@ -19,11 +22,23 @@ type fieldBuilder struct {
 	pattern strings.Builder // cur with quoted glob characters escaped
 	have    bool
 	glob    bool
+	size    int // bytes added, across fields (see maxHeldBytes)
 }
+
+// errOutOfMemory is a word, or a command substitution's output, past maxHeldBytes: busybox's
+// xmalloc failure ("sh: out of memory"), where a real container would meet its memory limit.
+var errOutOfMemory = &expandError{"out of memory"}
 
 func (b *fieldBuilder) add(s string, quoted bool) {
 	b.have = true
+	if b.size += len(s); b.size > maxHeldBytes {
+		return // expand reports errOutOfMemory; nothing more is held
+	}
 	b.cur.WriteString(s)
+	if quoted && !strings.ContainsAny(s, "*?[]\\") {
+		b.pattern.WriteString(s)
+		return
+	}
 	if quoted {
 		for _, r := range s {
 			if strings.ContainsRune("*?[]\\", r) {
@@ -87,6 +102,9 @@ func (s *shell) expandWords(words []string) ([]string, error) {
 		if err := s.expand(w, b, true); err != nil {
 			return nil, err
 		}
+		if b.size > maxHeldBytes {
+			return nil, errOutOfMemory
+		}
 		b.end()
 		for i, f := range b.fields {
 			if b.globs[i] {
@@ -105,6 +123,9 @@ func (s *shell) expandString(w string) (string, error) {
 	b := &fieldBuilder{}
 	if err := s.expand(w, b, false); err != nil {
 		return "", err
+	}
+	if b.size > maxHeldBytes {
+		return "", errOutOfMemory
 	}
 	return b.cur.String(), nil
 }
@@ -160,6 +181,9 @@ func (s *shell) expand(w string, b *fieldBuilder, split bool) error {
 		}
 	}
 	for i < len(w) {
+		if b.size > maxHeldBytes {
+			return errOutOfMemory
+		}
 		c := w[i]
 		switch c {
 		case '\\':
@@ -243,6 +267,9 @@ func (s *shell) expandDouble(w string, b *fieldBuilder) error {
 	b.have = true
 	i := 0
 	for i < len(w) {
+		if b.size > maxHeldBytes {
+			return errOutOfMemory
+		}
 		c := w[i]
 		switch c {
 		case '\\':
@@ -491,21 +518,45 @@ func (s *shell) commandSubst(src string) (string, error) {
 	if s.nest >= maxNest {
 		return "", &expandError{fmt.Sprintf("command substitution: maximum nesting level exceeded (%d)", maxNest)}
 	}
-	var out bytes.Buffer
+	out := &substOutput{}
 	sub := s.subshell()
 	sub.nest++
 	l, err := parseScript(src)
 	if err != nil {
 		return "", &expandError{err.Error()}
 	}
+	// Past maxHeldBytes the output pipe breaks (the command stops as on SIGPIPE) and the
+	// expansion fails: `x=$(cat /dev/zero)` costs 16 MiB, not all of cri-fake's memory.
+	sub.broken = &atomic.Bool{}
 	io := s.io
-	io.out = &out
+	io.out = &pipeOut{w: out, broken: sub.broken}
 	sub.io = io
 	st := sub.runList(l, io)
 	sub.runExitTrap(io)
 	s.status = st
 	s.substStatus = st
-	return strings.TrimRight(out.String(), "\n"), nil
+	if out.full {
+		return "", errOutOfMemory
+	}
+	return strings.TrimRight(out.b.String(), "\n"), nil
+}
+
+// substOutput collects a command substitution's output up to maxHeldBytes; a write past it fails
+// with EPIPE. Written only by the subshell's own goroutines, one at a time.
+type substOutput struct {
+	mu   sync.Mutex
+	b    bytes.Buffer
+	full bool
+}
+
+func (o *substOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.full || o.b.Len()+len(p) > maxHeldBytes {
+		o.full = true
+		return 0, syscall.EPIPE
+	}
+	return o.b.Write(p)
 }
 
 // glob expands a pattern (quoted metacharacters escaped with \) against the

@@ -284,7 +284,9 @@ func scanDollarAt(s string, i, depth int) (int, error) {
 		for j < len(s) {
 			switch s[j] {
 			case '(':
-				depth++
+				if depth++; depth > maxNest {
+					return 0, errNesting
+				}
 			case ')':
 				depth--
 				if depth == 0 {

@@ -74,12 +74,12 @@ func NewPIDNamespace() *PIDNamespace {
 // fail. The kubelet's podPidsLimit never reaches a runtime (the kubelet writes it to the pod's
 // cgroup itself; CRI's LinuxContainerResources has no pids field), so a simulated container
 // without this default could fork until cri-fake's memory ran out. 1024 processes of the
-// simulation take about 20 MB (TestProcessLimitBoundsMemory).
+// simulation hold about 12 MB (TestPidsLimitBoundsMemory).
 const DefaultPidsLimit = 1024
 
 // MaxPidsLimit is the most processes cri-fake lets one container have, whatever its resources
-// ask ("max" included): the kernel's default pid_max, 32768.
-const MaxPidsLimit = 32768
+// ask ("max" included): 4096 simulated processes hold about 50 MB of cri-fake.
+const MaxPidsLimit = 4096
 
 // PidsLimit is the pids limit of a container's resources: the cgroup v2 "pids.max" of
 // LinuxContainerResources.unified ("max" or a count), at most MaxPidsLimit; 0 (none given, or
@@ -168,6 +168,12 @@ func (c *container) release() {
 // newTask adds a process to the table; it fails with EAGAIN when the container is at its pids
 // limit (pids.max), as fork(2) does in a cgroup at its limit.
 func (c *container) newTask(parent *task, argv []string, id Identity) (*task, error) {
+	return c.newTaskIn(parent, argv, id, false)
+}
+
+// newTaskIn is newTask; with held the caller hands over a slot it took with fork, which the
+// new task then holds (a pipeline subshell whose command takes its place).
+func (c *container) newTaskIn(parent *task, argv []string, id Identity, held bool) (*task, error) {
 	c.mu.Lock()
 	dead := c.dead
 	c.mu.Unlock()
@@ -183,10 +189,12 @@ func (c *container) newTask(parent *task, argv []string, id Identity) (*task, er
 	ns := c.pidns
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	if c.procs >= c.pidsLimit() {
-		return nil, syscall.EAGAIN
+	if !held {
+		if c.procs >= c.pidsLimit() {
+			return nil, syscall.EAGAIN
+		}
+		c.procs++
 	}
-	c.procs++
 	ctx, cancel := context.WithCancelCause(base)
 	t := &task{c: c, pid: ns.nextPid, ppid: ppid, argv: append([]string(nil), argv...), name: comm(argv), id: id, started: time.Now(), ctx: ctx, cancel: cancel}
 	t.mem = appletMemory(argv)
