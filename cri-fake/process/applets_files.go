@@ -2,6 +2,7 @@ package process
 
 import (
 	"bufio"
+	"context"
 	"crypto/md5"
 	"errors"
 	"fmt"
@@ -438,12 +439,23 @@ func (p *proc) copyTree(src, dst string, rec bool) error {
 		}
 		return nil
 	}
-	data, err := p.c.fs.ReadFile(p.abs(src))
+	// Streamed, not read whole: `cp /dev/zero f` runs (and fills f) as it would on a kernel,
+	// without holding the copy in memory on the way.
+	in, err := p.c.fs.Open(p.abs(src))
 	if err != nil {
 		return fmt.Errorf("can't open '%s': %s", src, strerror(err))
 	}
-	if err := p.c.fs.writeFile(p.cred(), p.abs(dst), data, info.Mode().Perm()); err != nil {
+	defer in.Close()
+	out, err := p.c.fs.openWrite(p.cred(), p.abs(dst), false, info.Mode().Perm())
+	if err != nil {
 		return fmt.Errorf("can't create '%s': %s", dst, strerror(err))
+	}
+	_, err = copyCtx(p, out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("write error: %s", strerror(err))
 	}
 	return nil
 }
@@ -525,8 +537,7 @@ func appletLn(p *proc) int {
 		err = p.c.fs.symlink(p.cred(), target, p.abs(dst))
 	} else {
 		var data []byte
-		data, err = p.c.fs.ReadFile(p.abs(target))
-		if err == nil {
+		if data, err = p.readFileBounded(p.abs(target)); err == nil {
 			err = p.c.fs.writeFile(p.cred(), p.abs(dst), data, 0o644)
 		}
 	}
@@ -649,6 +660,17 @@ func appletRealpath(p *proc) int {
 	return st
 }
 
+// readFileBounded is FS.ReadFile failing with errTooBig past maxHeldBytes (a device such as
+// /dev/zero never ends).
+func (p *proc) readFileBounded(name string) ([]byte, error) {
+	rc, err := p.c.fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return readBounded(rc)
+}
+
 func appletMd5sum(p *proc) int {
 	_, files, _ := flags(p.args[1:], "")
 	return p.eachInput(files, func(_ int, f string, r io.Reader) bool {
@@ -677,20 +699,28 @@ func appletTee(p *proc) int {
 	return st
 }
 
-// readLines reads all operand files (or stdin) as lines, reporting missing files.
+// readAll reads all operand files (or stdin), reporting missing files; past maxHeldBytes in all
+// it reports "out of memory" and fails.
 func (p *proc) readAll(files []string) ([]byte, int) {
 	var out []byte
 	st := p.eachInput(files, func(_ int, _ string, r io.Reader) bool {
-		data, _ := io.ReadAll(r)
+		data, err := io.ReadAll(io.LimitReader(r, int64(maxHeldBytes+1-len(out))))
 		out = append(out, data...)
-		return true
+		return err == nil && len(out) <= maxHeldBytes
 	})
+	if len(out) > maxHeldBytes {
+		p.errorf("%s", errTooBig)
+		return nil, 1
+	}
 	return out, st
 }
 
 func appletSort(p *proc) int {
 	opts, files, _ := flags(p.args[1:], "tk")
 	data, st := p.readAll(files)
+	if data == nil && st != 0 {
+		return st
+	}
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 	if len(data) == 0 {
 		lines = nil

@@ -29,6 +29,11 @@ func parseSleep(a string) (time.Duration, bool) {
 	case strings.HasSuffix(a, "d"):
 		a, unit = strings.TrimSuffix(a, "d"), 24*time.Hour
 	}
+	// Digits with an optional fraction only: busybox refuses "nan", "-1", "1e3" and "0x10".
+	whole, frac, _ := strings.Cut(a, ".")
+	if whole+frac == "" || strings.Trim(whole+frac, "0123456789") != "" {
+		return 0, false
+	}
 	f, err := strconv.ParseFloat(a, 64)
 	if err != nil || f < 0 {
 		return 0, false

@@ -2,12 +2,13 @@ package process
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -120,7 +121,11 @@ func appletPrintf(p *proc) int {
 			c := format[i]
 			if c == '\\' {
 				j := i + 1
-				if j < len(format) && format[j] >= '0' && format[j] <= '7' {
+				if j >= len(format) {
+					out.WriteByte('\\') // a trailing backslash is printed as it is
+					continue
+				}
+				if format[j] >= '0' && format[j] <= '7' {
 					k := j
 					for k < len(format) && k < j+3 && format[k] >= '0' && format[k] <= '7' {
 						k++
@@ -193,11 +198,16 @@ func appletPrintf(p *proc) int {
 			}
 		}
 		args = args[min(used, len(args)):]
+		// Each pass of the format goes out at once, so a wide format reused over many
+		// arguments never piles up in memory.
+		if _, err := io.WriteString(p.stdout, out.String()); err != nil {
+			return 1
+		}
+		out.Reset()
 		if used == 0 || len(args) == 0 || stop {
 			break
 		}
 	}
-	io.WriteString(p.stdout, out.String())
 	return st
 }
 
@@ -303,7 +313,7 @@ func appletGrep(p *proc) int {
 			name = "(standard input)"
 		}
 		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64*1024), 16<<20)
+		sc.Buffer(make([]byte, 64*1024), maxHeldBytes)
 		n, lineNo := 0, 0
 		for sc.Scan() {
 			if p.ctx().Err() != nil {
@@ -378,8 +388,7 @@ func appletWc(p *proc) int {
 	}
 	var tl, tw, tc int
 	st := p.eachInput(files, func(_ int, f string, r io.Reader) bool {
-		data, _ := io.ReadAll(r)
-		l, w, c := bytes.Count(data, []byte("\n")), len(bytes.Fields(data)), len(data)
+		l, w, c := p.count(r)
 		tl, tw, tc = tl+l, tw+w, tc+c
 		p.wcLine(show, l, w, c, f, len(files) > 0)
 		return true
@@ -388,6 +397,35 @@ func appletWc(p *proc) int {
 		p.wcLine(show, tl, tw, tc, "total", true)
 	}
 	return st
+}
+
+// count counts lines, words (runs of bytes that are not ASCII white space, as busybox's
+// isspace sees them) and bytes as they stream by, so `wc -c /dev/zero` holds nothing.
+func (p *proc) count(r io.Reader) (lines, words, bytes int) {
+	buf := make([]byte, 32<<10)
+	inWord := false
+	for p.ctx().Err() == nil {
+		n, err := r.Read(buf)
+		for _, c := range buf[:n] {
+			switch c {
+			case '\n':
+				lines++
+				inWord = false
+			case ' ', '\t', '\v', '\f', '\r':
+				inWord = false
+			default:
+				if !inWord {
+					words++
+					inWord = true
+				}
+			}
+		}
+		bytes += n
+		if err != nil {
+			break
+		}
+	}
+	return lines, words, bytes
 }
 
 func (p *proc) wcLine(show []byte, l, w, c int, name string, withName bool) {
@@ -441,11 +479,17 @@ func appletHead(p *proc) int {
 			io.CopyN(p.stdout, r, int64(k))
 			return true
 		}
-		lr := lineReader{r}
-		for k := 0; k < n; k++ {
-			line, err := lr.readLine()
-			io.WriteString(p.stdout, line)
-			if err != nil {
+		// Written as read, a line at a time or a buffer of it (busybox's getc/putchar
+		// loop): a line without end streams instead of piling up.
+		in := bufio.NewReader(r)
+		for k := 0; k < n && p.ctx().Err() == nil; {
+			chunk, err := in.ReadSlice('\n')
+			if _, werr := p.stdout.Write(chunk); werr != nil {
+				break
+			}
+			if err == nil {
+				k++
+			} else if err != bufio.ErrBufferFull {
 				break
 			}
 		}
@@ -467,7 +511,11 @@ func appletTail(p *proc) int {
 		n, _ = strconv.Atoi(strings.TrimPrefix(v, "+"))
 	}
 	return p.eachInput(files, func(_ int, f string, r io.Reader) bool {
-		data, _ := io.ReadAll(r)
+		data, err := readBounded(r)
+		if err != nil {
+			p.errorf("%s", lineError(err))
+			return true
+		}
 		lines := strings.SplitAfter(string(data), "\n")
 		if len(lines) > 0 && lines[len(lines)-1] == "" {
 			lines = lines[:len(lines)-1]
@@ -546,119 +594,459 @@ func appletTr(p *proc) int {
 	if len(args) > 1 {
 		to = expand(args[1])
 	}
-	data, _ := io.ReadAll(p.stdin)
-	var b strings.Builder
-	for _, r := range string(data) {
-		idx := -1
-		for i, f := range from {
-			if f == r {
-				idx = i
-				break
-			}
+	index := make(map[rune]int, len(from))
+	for i := len(from) - 1; i >= 0; i-- {
+		index[from[i]] = i // the first occurrence wins
+	}
+	if ascii(from) && ascii(to) {
+		return p.trBytes(index, to, opts['d'] != "")
+	}
+	in := bufio.NewReader(p.stdin)
+	w := bufio.NewWriter(p.stdout)
+	defer w.Flush()
+	for n := 0; ; n++ {
+		if n%4096 == 0 && p.ctx().Err() != nil {
+			return 1
 		}
+		r, _, err := in.ReadRune()
+		if err != nil {
+			break
+		}
+		idx, ok := index[r]
 		switch {
-		case opts['d'] != "" && idx >= 0:
-		case idx >= 0 && len(to) > 0:
-			if idx >= len(to) {
-				idx = len(to) - 1
-			}
-			b.WriteRune(to[idx])
+		case opts['d'] != "" && ok:
+		case ok && len(to) > 0:
+			w.WriteRune(to[min(idx, len(to)-1)])
 		default:
-			b.WriteRune(r)
+			w.WriteRune(r)
 		}
 	}
-	io.WriteString(p.stdout, b.String())
 	return 0
 }
 
+// cutRange is one item of a cut LIST, zero-based and inclusive as busybox keeps it: end is -1
+// for "1-0" and "-0" (busybox then prints the start position alone), math.MaxInt for "N-".
+type cutRange struct{ start, end int }
+
+// parseCutList parses cut's LIST the way busybox 1.36 does: items separated by commas (empty ones
+// skipped), each N, N-, N-M or -M with non-negative decimal numbers (0 counts as 1); a number
+// that is not one is "invalid number 'X'", a decreasing range "M<N" (busybox prints the zero-based
+// start), and a list without items "missing list of positions". The ranges are sorted by start
+// unless nosort (-D).
+func parseCutList(list string, nosort bool) ([]cutRange, error) {
+	num := func(s string) (int, error) {
+		if !isDigits(s) {
+			return 0, fmt.Errorf("invalid number '%s'", s)
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n > math.MaxInt32 {
+			return 0, fmt.Errorf("number %s is not in 0..%d range", s, math.MaxInt32)
+		}
+		return n, nil
+	}
+	var out []cutRange
+	for _, item := range strings.Split(list, ",") {
+		if item == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(item, "-")
+		var r cutRange
+		if lo != "" {
+			n, err := num(lo)
+			if err != nil {
+				return nil, err
+			}
+			r.start = max(n-1, 0)
+		}
+		switch {
+		case !isRange:
+			r.end = r.start
+		case hi == "":
+			r.end = math.MaxInt
+		default:
+			n, err := num(hi)
+			if err != nil {
+				return nil, err
+			}
+			if n < r.start {
+				return nil, fmt.Errorf("%d<%d", n, r.start)
+			}
+			r.end = n - 1
+		}
+		out = append(out, r)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("missing list of positions")
+	}
+	if !nosort {
+		sort.SliceStable(out, func(i, j int) bool { return out[i].start < out[j].start })
+	}
+	return out, nil
+}
+
+// cutBytes prints the selected bytes of line (busybox counts -c in bytes too), each position once.
+func cutBytes(line string, lists []cutRange) string {
+	printed := make([]bool, len(line))
+	var b strings.Builder
+	for _, r := range lists {
+		for pos := r.start; pos < len(line); pos++ {
+			if !printed[pos] {
+				printed[pos] = true
+				b.WriteByte(line[pos])
+			}
+			if pos >= r.end {
+				break
+			}
+		}
+	}
+	return b.String()
+}
+
+// cutFields selects the fields of line as busybox's cut does, walking the line once per range:
+// a line without a delimiter is printed whole (or dropped with -s), fields are joined with odelim.
+// ok is false when the line is suppressed.
+func cutFields(line string, lists []cutRange, delim byte, odelim string, suppress, nosort bool) (out string, ok bool) {
+	var b strings.Builder
+	n := len(line)
+	next, start, end, count, printed, cl := 0, 0, 0, 0, 0, 0
+	for {
+		if end == n || count > lists[cl].end {
+			// This range is done: on to the next one.
+			if cl++; cl >= len(lists) {
+				break
+			}
+			if nosort {
+				start, count, next = 0, 0, 0
+			}
+			end = 0
+		}
+		if next == n {
+			// The end of the line closes the current field.
+			if cl == 0 && count == 0 {
+				if suppress {
+					return "", false
+				}
+			} else if count < lists[cl].start {
+				start = n
+			}
+			end = n
+		} else {
+			end = next
+			next++
+			if line[end] != delim {
+				continue
+			}
+			count++
+			if count <= lists[cl].start {
+				start = next // not yet in the range
+				continue
+			}
+		}
+		if printed > 0 {
+			b.WriteString(odelim)
+		}
+		printed++
+		if start < end {
+			b.WriteString(line[start:end])
+		}
+		start = next
+		if count == 0 {
+			break
+		}
+	}
+	return b.String(), true
+}
+
+// appletCut is busybox's cut: -b/-c LIST (bytes), -f LIST with -d DELIM (default TAB), -s, -O
+// OUTDELIM, -D (keep the list's order), -n (ignored); -d with a newline selects whole lines.
+func ascii(rs []rune) bool {
+	for _, r := range rs {
+		if r >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// trBytes is tr over sets of ASCII characters: a byte table, a buffer at a time.
+func (p *proc) trBytes(index map[rune]int, to []rune, del bool) int {
+	var table [256]int16 // -1 delete, else the byte to write
+	for i := range table {
+		table[i] = int16(i)
+	}
+	for r, idx := range index {
+		switch {
+		case del:
+			table[r] = -1
+		case len(to) > 0:
+			table[r] = int16(to[min(idx, len(to)-1)])
+		}
+	}
+	buf := make([]byte, 32<<10)
+	for p.ctx().Err() == nil {
+		n, err := p.stdin.Read(buf)
+		out := buf[:0]
+		for _, c := range buf[:n] {
+			if t := table[c]; t >= 0 {
+				out = append(out, byte(t))
+			}
+		}
+		if _, werr := p.stdout.Write(out); werr != nil {
+			return 1
+		}
+		if err != nil {
+			return 0
+		}
+	}
+	return 1
+}
+
 func appletCut(p *proc) int {
-	opts, files, err := flags(p.args[1:], "dfc")
+	opts, files, err := flags(p.args[1:], "bcfdO")
 	if err != nil {
 		return p.usage(err)
 	}
-	data, st := p.readAll(files)
+	kinds := 0
+	var list string
+	for _, k := range []byte("bcf") {
+		if v, ok := opts[k]; ok {
+			kinds++
+			list = v
+		}
+	}
+	_, fields := opts['f']
+	switch {
+	case kinds == 0:
+		p.errorf("expected a list of bytes, characters, or fields")
+		return 1
+	case kinds > 1:
+		p.errorf("only one type of list may be specified")
+		return 1
+	case !fields && opts['s'] != "":
+		p.errorf("suppressing non-delimited lines makes sense only when operating on fields")
+		return 1
+	case !fields && opts['d'] != "":
+		p.errorf("a delimiter may be specified only when operating on fields")
+		return 1
+	}
+	nosort := opts['D'] != ""
+	lists, err := parseCutList(list, nosort)
+	if err != nil {
+		p.errorf("%v", err)
+		return 1
+	}
 	delim := "\t"
-	if d, ok := opts['d']; ok && d != "" {
-		delim = d[:1]
+	if d := opts['d']; d != "" {
+		delim = d
 	}
-	sel := func(spec string, n int) []int {
-		var out []int
-		for _, part := range strings.Split(spec, ",") {
-			lo, hi, isRange := strings.Cut(part, "-")
-			a, _ := strconv.Atoi(lo)
-			b := a
-			if isRange {
-				if hi == "" {
-					b = n
-				} else {
-					b, _ = strconv.Atoi(hi)
-				}
-				if lo == "" {
-					a = 1
-				}
-			}
-			for i := a; i <= b && i <= n; i++ {
-				out = append(out, i-1)
-			}
+	odelim, ok := opts['O']
+	if !ok {
+		odelim = delim[:1]
+	}
+	w := bufio.NewWriter(p.stdout)
+	defer w.Flush()
+	if len(files) == 0 {
+		files = []string{"-"}
+	}
+	st := 0
+	for _, f := range files {
+		r, err := p.open(f)
+		if err != nil {
+			p.errorf("%s: %s", f, strerror(err)) // busybox: fopen_or_warn_stdin
+			st = 1
+			continue
 		}
-		return out
-	}
-	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
-		if f, ok := opts['f']; ok {
-			parts := strings.Split(line, delim)
-			if len(parts) == 1 {
-				fmt.Fprintln(p.stdout, line)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 64<<10), maxHeldBytes)
+		for lineNo := 0; sc.Scan() && p.ctx().Err() == nil; lineNo++ {
+			line := sc.Text()
+			switch {
+			case !fields:
+				w.WriteString(cutBytes(line, lists))
+			case delim[0] == '\n':
+				// Cutting "fields" separated by newlines selects lines.
+				for _, r := range lists {
+					if r.start <= lineNo && lineNo <= r.end {
+						w.WriteString(line + "\n")
+						break
+					}
+				}
 				continue
+			default:
+				out, ok := cutFields(line, lists, delim[0], odelim, opts['s'] != "", nosort)
+				if !ok {
+					continue
+				}
+				w.WriteString(out)
 			}
-			var out []string
-			for _, i := range sel(f, len(parts)) {
-				out = append(out, parts[i])
-			}
-			fmt.Fprintln(p.stdout, strings.Join(out, delim))
-		} else if c, ok := opts['c']; ok {
-			rs := []rune(line)
-			var out []rune
-			for _, i := range sel(c, len(rs)) {
-				out = append(out, rs[i])
-			}
-			fmt.Fprintln(p.stdout, string(out))
+			w.WriteByte('\n')
 		}
+		if err := sc.Err(); err != nil {
+			p.errorf("%s: %s", f, lineError(err))
+			st = 1
+		}
+		r.Close()
 	}
 	return st
 }
 
+// maxHeldBytes is the most the shell or an applet holds in memory of one thing it reads or
+// builds whole: a line (cut, grep, read, an interactive shell's), an input read to its end (sort,
+// tail, a script, a . file), a command substitution's output, an expanded word. busybox would
+// hold any size, as far as the container's memory limit lets it (then the OOM killer ends it);
+// cri-fake's memory is every container's, so past 16 MiB the applet fails ("line too long",
+// "out of memory") instead.
+const maxHeldBytes = 16 << 20
+
+var errTooBig = errors.New("out of memory")
+
+// readBounded reads r to its end, failing with errTooBig past maxHeldBytes.
+func readBounded(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxHeldBytes+1))
+	if err == nil && len(data) > maxHeldBytes {
+		return nil, errTooBig
+	}
+	return data, err
+}
+
+func lineError(err error) string {
+	if errors.Is(err, bufio.ErrTooLong) {
+		return "line too long"
+	}
+	if errors.Is(err, errTooBig) {
+		return err.Error()
+	}
+	return strerror(err)
+}
+
+// appletSeq is busybox's seq [-w] [-s SEP] [FIRST [INC]] LAST with its float arithmetic: the
+// i-th number is FIRST + i*INC (never a running sum), printed with as many decimals as FIRST and
+// INC have. Near 2^63 or 1e18 consecutive integers are one double apart or less, so
+// `seq 9223372036854775806 9223372036854775807` prints 9223372036854775808 1025 times and
+// `seq 1e18 1e18` prints 1000000000000000000 65 times before FIRST + i*INC passes LAST, exactly
+// as busybox does; a count that never passes LAST (INC 0, inf) streams on like `yes` until the
+// process is stopped. Arguments that look like negative numbers end the options (busybox 1.36).
 func appletSeq(p *proc) int {
 	args := p.args[1:]
-	first, inc, last := 1.0, 1.0, 0.0
+	width, sep := false, "\n"
+	for len(args) > 0 {
+		a := args[0]
+		if a == "--" {
+			args = args[1:]
+			break
+		}
+		if len(a) < 2 || a[0] != '-' || a[1] == '.' || (a[1] >= '0' && a[1] <= '9') {
+			break
+		}
+		args = args[1:]
+		for k := 1; k < len(a); k++ {
+			switch a[k] {
+			case 'w':
+				width = true
+			case 's':
+				v := a[k+1:]
+				if v == "" {
+					if len(args) == 0 {
+						p.errorf("option requires an argument -- 's'")
+						return seqUsage(p)
+					}
+					v, args = args[0], args[1:]
+				}
+				sep, k = v, len(a)
+			default:
+				p.errorf("invalid option -- '%c'", a[k])
+				return seqUsage(p)
+			}
+		}
+	}
+	if len(args) < 1 || len(args) > 3 {
+		return seqUsage(p)
+	}
 	nums := make([]float64, len(args))
 	for i, a := range args {
-		v, err := strconv.ParseFloat(a, 64)
+		// strtod: leading blanks are skipped, anything after the number, or a number out of
+		// range (ERANGE), is a usage error.
+		num := strings.TrimLeft(a, " \t\n\v\f\r")
+		if l := strings.ToLower(num); strings.HasPrefix(strings.TrimLeft(l, "+-"), "0x") && !strings.Contains(l, "p") {
+			num += "p0" // strtod reads 0x10 as 16; Go wants a binary exponent
+		}
+		v, err := strconv.ParseFloat(num, 64)
 		if err != nil {
-			p.errorf("invalid number '%s'", a)
-			return 1
+			return seqUsage(p)
 		}
 		nums[i] = v
 	}
+	first, inc, last := 1.0, 1.0, nums[len(nums)-1]
 	switch len(nums) {
-	case 1:
-		last = nums[0]
 	case 2:
-		first, last = nums[0], nums[1]
+		first = nums[0]
 	case 3:
-		first, inc, last = nums[0], nums[1], nums[2]
-	default:
-		p.errorf("usage: seq [FIRST [INC]] LAST")
-		return 1
+		first, inc = nums[0], nums[1]
 	}
-	if inc == 0 {
-		return 1
+	// Width and decimals come from the arguments as written: the integer part's length of
+	// each, the decimals of all but LAST.
+	w, frac := 0, 0
+	for i, a := range args {
+		dot := strings.IndexByte(a, '.')
+		if dot < 0 {
+			dot = len(a)
+		}
+		w = max(w, dot)
+		if i < len(args)-1 {
+			frac = max(frac, len(a)-dot)
+		}
 	}
-	w := bufio.NewWriter(p.stdout)
-	defer w.Flush()
-	for v := first; (inc > 0 && v <= last) || (inc < 0 && v >= last); v += inc {
-		fmt.Fprintln(w, strconv.FormatFloat(v, 'f', -1, 64))
+	if frac > 0 {
+		if frac--; frac > 0 {
+			w += frac + 1
+		}
+	}
+	if !width {
+		w = 0
+	}
+	out := bufio.NewWriter(p.stdout)
+	defer out.Flush()
+	n := 0
+	for v := first; (inc >= 0 && v <= last) || (inc < 0 && v >= last); v = first + float64(n)*inc {
+		if n > 0 {
+			out.WriteString(sep)
+		}
+		out.WriteString(cFloat(v, w, frac))
+		n++
+		if out.Buffered() > 0 && n%1024 == 0 {
+			if err := out.Flush(); err != nil || p.ctx().Err() != nil {
+				return 1 // a broken pipe, or the process was stopped
+			}
+		}
+	}
+	if n > 0 {
+		out.WriteByte('\n')
+	}
+	if err := out.Flush(); err != nil {
+		return 1
 	}
 	return 0
+}
+
+// cFloat is C's printf("%0*.*f", width, prec, v): inf and nan as C spells them, padded with blanks.
+func cFloat(v float64, width, prec int) string {
+	switch {
+	case math.IsInf(v, 1):
+		return fmt.Sprintf("%*s", width, "inf")
+	case math.IsInf(v, -1):
+		return fmt.Sprintf("%*s", width, "-inf")
+	case math.IsNaN(v):
+		return fmt.Sprintf("%*s", width, "nan")
+	}
+	return fmt.Sprintf("%0*.*f", width, prec, v)
+}
+
+func seqUsage(p *proc) int {
+	fmt.Fprint(p.stderr, "BusyBox v1.36.1 (plugsim simulation) multi-call binary.\n\n"+
+		"Usage: seq [-w] [-s SEP] [FIRST [INC]] LAST\n\n"+
+		"Print numbers from FIRST to LAST, in steps of INC.\nFIRST, INC default to 1.\n\n"+
+		"\t-w\tPad with leading zeros\n\t-s SEP\tString separator\n")
+	return 1
 }
 
 func appletYes(p *proc) int {
@@ -708,9 +1096,10 @@ func appletTest(p *proc) int {
 }
 
 type testEval struct {
-	p    *proc
-	args []string
-	pos  int
+	p     *proc
+	args  []string
+	pos   int
+	depth int // nested ! and ( (see maxNest)
 }
 
 func (t *testEval) peek() string {
@@ -743,6 +1132,12 @@ func (t *testEval) and() (bool, error) {
 }
 
 func (t *testEval) not() (bool, error) {
+	if t.depth >= maxNest {
+		// busybox's test recurses here until its stack overflows; cri-fake's stack is shared.
+		return false, fmt.Errorf("expression too complex")
+	}
+	t.depth++
+	defer func() { t.depth-- }()
 	if t.peek() == "!" && t.pos+1 < len(t.args) {
 		t.pos++
 		v, err := t.not()

@@ -424,6 +424,7 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 	}
 	spec.Hostname = hostname
 	spec.TTY = cfg.GetTty()
+	spec.PidsLimit = PidsLimit(cfg.GetLinux().GetResources())
 	return spec, nil
 }
 

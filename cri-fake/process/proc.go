@@ -23,6 +23,11 @@ type proc struct {
 	stderr io.Writer
 	tty    bool
 	exe    executable
+	// next is the program this one exec'd (the shell's exec builtin): it runs in the same
+	// process once this one has returned; inherited are the files the shell redirected for
+	// it, closed when it ends.
+	next      *proc
+	inherited []io.Closer
 }
 
 type applet func(p *proc) int
@@ -98,10 +103,38 @@ func (p *proc) errorf(format string, args ...any) {
 
 func (p *proc) getenv(k string) string { return envGet(p.env, k) }
 
-// runExecutable runs the resolved executable: an applet, or a "#!" script
-// through its interpreter.
+// maxInterpreters is how many "#!" interpreters one exec may go through before it fails with
+// ELOOP (the kernel's BINPRM_MAX_RECURSION, 4): a script naming itself as its interpreter.
+const maxInterpreters = 4
+
+// runExecutable runs the resolved executable and then, as long as the program
+// ended by exec'ing another (the shell's exec builtin sets next), that one in
+// the same process. It loops instead of recursing, so a script that execs
+// itself forever runs in bounded memory, as it does on a kernel.
 func (p *proc) runExecutable() int {
-	if p.exe.script != nil {
+	cur := p
+	for {
+		code := cur.runImage()
+		closeAll(cur.inherited)
+		cur.inherited = nil
+		next := cur.next
+		if next == nil {
+			return code
+		}
+		cur.next = nil
+		cur = next
+	}
+}
+
+// runImage runs one program: an applet, or a "#!" script through its interpreter.
+func (p *proc) runImage() int {
+	program := p.exe.path
+	for hops := 0; p.exe.script != nil; hops++ {
+		if hops == maxInterpreters {
+			// What busybox sh prints when execve fails with ELOOP.
+			fmt.Fprintf(p.stderr, "sh: %s: Too many levels of symbolic links\n", program)
+			return 127
+		}
 		line, _, _ := bytes.Cut(p.exe.script, []byte("\n"))
 		fields := strings.Fields(strings.TrimPrefix(string(line), "#!"))
 		if len(fields) == 0 {
@@ -115,7 +148,6 @@ func (p *proc) runExecutable() int {
 			return 127
 		}
 		p.args, p.exe = args, exe
-		return p.runExecutable()
 	}
 	name := p.exe.applet
 	if name == "busybox" && base(p.args[0]) != "busybox" {
@@ -130,11 +162,17 @@ func (p *proc) runExecutable() int {
 }
 
 // spawn runs exe as a child process of p (a new process table entry) and
-// waits for it when fg is set.
-func (p *proc) spawn(exe executable, args, env []string, dir string, sio io3, fg bool) int {
-	t, err := p.c.newTask(p.t, args, p.t.id)
+// waits for it when fg is set. It fails only with EAGAIN, fork's error when
+// the container is at its pids limit.
+func (p *proc) spawn(exe executable, args, env []string, dir string, sio io3, fg bool) (int, error) {
+	return p.spawnIn(false, exe, args, env, dir, sio, fg)
+}
+
+// spawnIn is spawn; with held the child takes over a pid slot the caller holds (see newTaskIn).
+func (p *proc) spawnIn(held bool, exe executable, args, env []string, dir string, sio io3, fg bool) (int, error) {
+	t, err := p.c.newTaskIn(p.t, args, p.t.id, held)
 	if err != nil {
-		return 127
+		return 0, err
 	}
 	if fg {
 		p.t.addFg(t)
@@ -142,7 +180,10 @@ func (p *proc) spawn(exe executable, args, env []string, dir string, sio io3, fg
 	}
 	child := &proc{t: t, c: p.c, args: args, env: env, dir: dir, stdin: sio.in, stdout: sio.out, stderr: sio.err, tty: p.tty, exe: exe}
 	done := make(chan int, 1)
-	go func() { done <- child.runExecutable() }()
+	go func() {
+		defer t.recoverCrash()
+		done <- child.runExecutable()
+	}()
 	var code int
 	select {
 	case code = <-done:
@@ -152,8 +193,11 @@ func (p *proc) spawn(exe executable, args, env []string, dir string, sio io3, fg
 		code = ec
 	}
 	t.exit(code)
-	return code
+	return code, nil
 }
+
+// errForkText is how busybox prints fork's EAGAIN (strerror).
+const errForkText = "Resource temporarily unavailable"
 
 // runArgs resolves and runs args as a child (env, nice-style wrappers).
 func (p *proc) runArgs(args, env []string) int {
@@ -162,5 +206,10 @@ func (p *proc) runArgs(args, env []string) int {
 		p.errorf("can't execute '%s': No such file or directory", args[0])
 		return 127
 	}
-	return p.spawn(exe, args, env, p.dir, io3{p.stdin, p.stdout, p.stderr}, true)
+	code, err := p.spawn(exe, args, env, p.dir, io3{p.stdin, p.stdout, p.stderr}, true)
+	if err != nil {
+		p.errorf("can't execute '%s': %s", args[0], errForkText)
+		return 126
+	}
+	return code
 }

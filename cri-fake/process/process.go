@@ -96,6 +96,14 @@ type Spec struct {
 	// without a trap (143) and interrupts its sleep, which keeps
 	// StopContainer fast.
 	InitSignalRule bool
+	// PidsLimit is the most processes the container may have at once (its pids cgroup's
+	// pids.max); past it a fork fails with EAGAIN (sh: "can't fork: Resource temporarily
+	// unavailable"). 0 means DefaultPidsLimit. FromCRI takes it from the container's resources.
+	PidsLimit int
+	// Logf receives the report, with its stack, of a defect of the simulation that ended one of
+	// the container's processes (a panic, turned into that process's exit with code 139); nil
+	// means the standard logger.
+	Logf func(format string, args ...any)
 }
 
 // ExecSpec is a command run in a running container (ExecSync, Exec): same
@@ -176,6 +184,9 @@ type container struct {
 	readiness bool
 
 	pidns *PIDNamespace
+	// procs is how many processes of this container hold a pid slot (table entries and
+	// pipeline subshells), guarded by pidns.mu; see pidsLimit.
+	procs int
 
 	mu    sync.Mutex
 	dead  bool
@@ -411,7 +422,10 @@ func (c *container) run(exe executable, args, env []string, wd string, stdin io.
 		fmt.Fprintf(serr, "%s: simulated crash on start (image behaviour)\n", args[0])
 		finished <- code
 	} else {
-		go func() { finished <- pr.runExecutable() }()
+		go func() {
+			defer t.recoverCrash()
+			finished <- pr.runExecutable()
+		}()
 		if main {
 			c.startBehaviour(p, pr)
 		}
@@ -467,6 +481,7 @@ func (c *container) startBehaviour(p *Process, pr *proc) {
 	b := c.spec.Behaviour
 	if b.Exit != nil {
 		go func() {
+			defer p.t.recoverCrash()
 			timer := time.NewTimer(b.Exit.After)
 			defer timer.Stop()
 			select {
@@ -478,6 +493,7 @@ func (c *container) startBehaviour(p *Process, pr *proc) {
 	}
 	if b.LinesPerSecond > 0 {
 		go func() {
+			defer p.t.recoverCrash()
 			tick := time.NewTicker(time.Second / time.Duration(b.LinesPerSecond))
 			defer tick.Stop()
 			for n := 1; ; n++ {
@@ -579,16 +595,32 @@ func (p *Process) Exec(ctx context.Context, spec ExecSpec) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.run(exe, spec.Args, env, wd, spec.Stdin, spec.Stdout, spec.Stderr, spec.TTY, false)
+	e, err := c.run(exe, spec.Args, env, wd, spec.Stdin, spec.Stdout, spec.Stderr, spec.TTY, false)
+	if errors.Is(err, syscall.EAGAIN) {
+		// The container is at its pids limit: runc's exec fails to fork.
+		return nil, &ExecError{Name: spec.Args[0], Err: err}
+	}
+	return e, err
 }
 
-// ExecSync runs args in the container and collects its output. With a positive
-// timeout a command still running after it is killed (it disappears from the
-// process table, as critest's "execSync with timeout" checks with pgrep) and
+// MaxExecSyncOutput is the most ExecSync keeps of a command's stdout and stderr together: 16 MiB,
+// the largest message the kubelet's CRI client accepts (k8s.io/cri-client maxMsgSize) and the
+// cap containerd puts on each stream (internal/cri/server/container_execsync.go, cappedWriter
+// with maxStreamSize). Like containerd, output past it is dropped without a marker while the
+// command runs on; a response that big no longer fits in one CRI message, so the caller gets
+// ResourceExhausted from gRPC as it does from containerd. Nothing past the cap is kept, so a
+// `cat /dev/zero` costs at most this much memory however long it runs.
+const MaxExecSyncOutput = 16 << 20
+
+// ExecSync runs args in the container and collects its output (at most
+// MaxExecSyncOutput of stdout and stderr together). With a positive timeout a
+// command still running after it is killed (it disappears from the process
+// table, as critest's "execSync with timeout" checks with pgrep) and
 // ErrExecTimeout is returned with the output so far.
 func (p *Process) ExecSync(ctx context.Context, args []string, timeout time.Duration) (stdout, stderr []byte, exitCode int, err error) {
-	var so, se lockedBuffer
-	e, err := p.Exec(ctx, ExecSpec{Args: args, Stdout: &so, Stderr: &se})
+	out := &cappedOutput{remain: MaxExecSyncOutput}
+	so, se := &cappedStream{o: out}, &cappedStream{o: out}
+	e, err := p.Exec(ctx, ExecSpec{Args: args, Stdout: so, Stderr: se})
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -636,22 +668,32 @@ func (p *Process) ExecStream(ctx context.Context, args []string, in io.Reader, o
 	return code, nil
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  []byte
+// cappedOutput is the output of an ExecSync: its streams share one budget of remain bytes, and
+// what does not fit is dropped (the writer is told it was written, so the command goes on).
+type cappedOutput struct {
+	mu     sync.Mutex
+	remain int
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b = append(l.b, p...)
+type cappedStream struct {
+	o *cappedOutput
+	b []byte
+}
+
+func (c *cappedStream) Write(p []byte) (int, error) {
+	c.o.mu.Lock()
+	defer c.o.mu.Unlock()
+	n := min(len(p), c.o.remain)
+	c.b = append(c.b, p[:n]...)
+	c.o.remain -= n
 	return len(p), nil
 }
 
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]byte(nil), l.b...)
+// Bytes is what was kept so far.
+func (c *cappedStream) Bytes() []byte {
+	c.o.mu.Lock()
+	defer c.o.mu.Unlock()
+	return c.b[:len(c.b):len(c.b)]
 }
 
 // Processes lists the container's own live processes by pid (pids are those

@@ -353,12 +353,17 @@ func netexec(p *proc, port int) int {
 		}
 	})
 	mux.HandleFunc("/shell", func(w http.ResponseWriter, r *http.Request) {
-		var out lockedBuffer
+		// agnhost answers with the command's whole output; it is kept to ExecSync's bound, so
+		// `/shell?cmd=cat /dev/zero` cannot fill cri-fake's memory.
+		out := cappedStream{o: &cappedOutput{remain: MaxExecSyncOutput}}
 		exe, err := p.c.lookPath("sh", p.env, p.dir)
 		result := map[string]string{}
 		if err == nil {
-			code := p.spawn(exe, []string{"sh", "-c", r.FormValue("cmd")}, p.env, p.dir, io3{in: strings.NewReader(""), out: &out, err: &out}, false)
-			if code != 0 {
+			code, err := p.spawn(exe, []string{"sh", "-c", r.FormValue("cmd")}, p.env, p.dir, io3{in: strings.NewReader(""), out: &out, err: &out}, false)
+			switch {
+			case err != nil:
+				result["error"] = "fork/exec " + exe.path + ": resource temporarily unavailable" // Go's os/exec wording
+			case code != 0:
 				result["error"] = fmt.Sprintf("exit status %d", code)
 			}
 		} else {
@@ -371,11 +376,18 @@ func netexec(p *proc, port int) int {
 		bindError: func(port int, err error) string { return fmt.Sprintf("listen tcp :%d: %v", port, err) }}
 	fmt.Fprintf(p.stdout, "Started HTTP server on port %d\n", port)
 	done := make(chan int, 1)
-	go func() { done <- s.run() }()
+	go func() {
+		defer p.t.recoverCrash()
+		done <- s.run()
+	}()
 	select {
 	case code := <-done:
 		return code
 	case code := <-exitCh:
+		return code
+	case <-p.ctx().Done():
+		// Killed, or its server crashed (recoverCrash ended the process).
+		code, _ := exitCause(p.ctx())
 		return code
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,6 +66,56 @@ type shell struct {
 	// any more: the element stops, as SIGPIPE would end a forked subshell.
 	broken    *atomic.Bool
 	ignoreInt *atomic.Bool
+
+	// nest is how many function calls, eval, . scripts, trap actions and command
+	// substitutions run inside each other here (see maxNest).
+	nest   int
+	inTrap bool
+	// aborted is set when a shell error (see abort) ended what the shell was running: an
+	// interactive shell then goes back to its prompt instead of exiting.
+	aborted bool
+	// heldSlot: this pipeline subshell holds a pid slot, which the first command it spawns
+	// takes over (ash forks the element and execs its command there: one process, not two).
+	heldSlot bool
+	// execTail: this background job is one simple command, which replaces the job's shell
+	// when it is external (ash's forked child execs it), so $! is that command's pid.
+	execTail bool
+}
+
+// maxNest bounds how deeply function calls, eval, . (source), trap actions and command
+// substitutions nest in one shell, and how deeply the parser, arithmetic and test nest. busybox
+// ash has no such limit and dies of a stack overflow (SIGSEGV); in cri-fake that overflow would
+// be fatal to the whole runtime, so the shell stops at 1000 levels the way bash does with
+// FUNCNEST=1000 (EVALNEST, SOURCENEST likewise): "sh: f: maximum function nesting level exceeded
+// (1000)", and the shell ends with status 1 (an interactive one goes back to its prompt).
+const maxNest = 1000
+
+// enter counts one more level of nesting of kind ("function", "eval", "source") for name; at
+// maxNest it reports the error, aborts the shell and returns false. leave undoes it.
+func (s *shell) enter(sio io3, name, kind string) bool {
+	if s.nest >= maxNest {
+		fmt.Fprintf(sio.err, "%s: %s: maximum %s nesting level exceeded (%d)\n", s.arg0, name, kind, maxNest)
+		s.abort(1)
+		return false
+	}
+	s.nest++
+	return true
+}
+
+func (s *shell) leave() { s.nest-- }
+
+// abort is a shell error (ash's raise_error): the commands being run stop and a
+// non-interactive shell exits with code; an interactive one returns to its prompt.
+func (s *shell) abort(code int) {
+	s.exitReq, s.exitCode, s.status = true, code, code
+	s.aborted = true
+}
+
+// forkFailed is ash's "can't fork" when the container is at its pids limit: a shell error.
+func (s *shell) forkFailed(sio io3) int {
+	fmt.Fprintf(sio.err, "%s: can't fork: %s\n", s.arg0, errForkText)
+	s.abort(2)
+	return 2
 }
 
 func newShell(p *proc) *shell {
@@ -106,6 +157,7 @@ func (s *shell) subshell() *shell {
 	}
 	c.params = append([]string(nil), s.params...)
 	c.sub = true
+	c.heldSlot, c.execTail = false, false
 	c.exitReq, c.retReq, c.brk, c.cont = false, false, 0, 0
 	return &c
 }
@@ -160,9 +212,13 @@ func (s *shell) onSignal(sig syscall.Signal) bool {
 
 // runPendingTraps runs the actions of trapped signals that arrived.
 func (s *shell) runPendingTraps() {
-	if s.sub {
+	if s.sub || s.inTrap {
+		// A signal that arrives while its trap runs waits for the trap to end (as in bash
+		// and ash), so a trap that raises its own signal loops instead of recursing.
 		return
 	}
+	s.inTrap = true
+	defer func() { s.inTrap = false }()
 	for {
 		select {
 		case sig := <-s.sig.pending:
@@ -263,19 +319,30 @@ func (s *shell) background(ao *andOr, sio io3) {
 	// `kill $!` ends it (and whatever it runs).
 	t, err := s.p.c.newTask(s.p.t, s.p.args, s.p.t.id)
 	if err != nil {
+		s.forkFailed(sio)
 		return
 	}
 	child := *s.p
 	child.t = t
 	sub.p = &child
+	pl := ao.first
+	if _, simple := pl.cmds[0].(*simpleCmd); simple && len(ao.rest) == 0 && !pl.bang && len(pl.cmds) == 1 {
+		sub.execTail = true
+	}
 	sub.io = io3{in: strings.NewReader(""), out: sio.out, err: sio.err}
 	j := &job{pid: t.pid, done: make(chan struct{})}
 	s.jobsMu.Lock()
+	if len(s.jobs) >= rememberedJobs {
+		s.forgetFinishedJobs()
+	}
 	s.jobs[t.pid] = j
 	s.jobsMu.Unlock()
 	s.lastBg = t.pid
 	finished := make(chan int, 1)
-	go func() { finished <- sub.runAndOr(ao, sub.io) }()
+	go func() {
+		defer t.recoverCrash()
+		finished <- sub.runAndOr(ao, sub.io)
+	}()
 	go func() {
 		var code int
 		select {
@@ -292,6 +359,28 @@ func (s *shell) background(ao *andOr, sio io3) {
 		j.code = code
 		close(j.done)
 	}()
+}
+
+// rememberedJobs bounds the jobs table: `while :; do true & done` would otherwise keep one entry
+// per job forever. Once it is full, the oldest finished jobs are forgotten, keeping the
+// rememberedJobs/2 newest; POSIX asks a shell to remember at least CHILD_MAX (25) statuses for
+// wait. Running jobs are never forgotten (the pids limit bounds them).
+const rememberedJobs = 1024
+
+// forgetFinishedJobs drops the oldest finished jobs (jobsMu held).
+func (s *shell) forgetFinishedJobs() {
+	var done []int
+	for pid, j := range s.jobs {
+		select {
+		case <-j.done:
+			done = append(done, pid)
+		default:
+		}
+	}
+	sort.Ints(done)
+	for _, pid := range done[:max(0, len(done)-rememberedJobs/2)] {
+		delete(s.jobs, pid)
+	}
 }
 
 func (s *shell) runAndOr(ao *andOr, sio io3) int {
@@ -346,6 +435,16 @@ func (s *shell) runPipeline(pl *pipeline, sio io3) int {
 // ends an endless producer.
 func (s *shell) runPipe(cmds []command, sio io3) int {
 	n := len(cmds)
+	// ash forks a subshell for every element: each takes a pid slot while it runs, so a
+	// pipeline cannot fork past the pids limit (`f() { f | f; }; f` would double forever).
+	for i := range cmds {
+		if err := s.p.c.fork(); err != nil {
+			for range i {
+				s.p.c.release()
+			}
+			return s.forkFailed(sio)
+		}
+	}
 	codes := make([]int, n)
 	var wg sync.WaitGroup
 	in := sio.in
@@ -354,6 +453,7 @@ func (s *shell) runPipe(cmds []command, sio io3) int {
 		var pw *io.PipeWriter
 		var pr *io.PipeReader
 		sub := s.subshell()
+		sub.heldSlot = true
 		if i < n-1 {
 			pr, pw = io.Pipe()
 			sub.broken = &atomic.Bool{}
@@ -363,15 +463,31 @@ func (s *shell) runPipe(cmds []command, sio io3) int {
 		wg.Add(1)
 		go func(i int, c command, cio io3, pw *io.PipeWriter, myIn io.Reader) {
 			defer wg.Done()
+			defer func() {
+				if sub.heldSlot {
+					s.p.c.release() // no command took it over
+				}
+			}()
+			defer func() {
+				if pw != nil {
+					pw.Close()
+				}
+				if r, ok := myIn.(*io.PipeReader); ok && i > 0 {
+					r.CloseWithError(syscall.EPIPE)
+				}
+			}()
+			// The element is a forked subshell of its own: a defect in it ends that
+			// subshell with 139 (SIGSEGV), not the shell or cri-fake.
+			defer func() {
+				if r := recover(); r != nil {
+					s.p.c.logf("process: pid %d %q: a pipeline subshell crashed on a defect of the simulation and ends with exit code %d: %v\n%s",
+						s.p.t.pid, s.p.t.argvCopy(), crashExitCode, r, debug.Stack())
+					codes[i] = crashExitCode
+				}
+			}()
 			codes[i] = sub.runCommand(c, cio)
 			if sub.exitReq {
 				codes[i] = sub.exitCode
-			}
-			if pw != nil {
-				pw.Close()
-			}
-			if r, ok := myIn.(*io.PipeReader); ok && i > 0 {
-				r.CloseWithError(syscall.EPIPE)
 			}
 		}(i, c, cio, pw, cio.in)
 	}
@@ -392,13 +508,34 @@ func (s *shell) runCommand(c command, sio io3) int {
 	case *compound:
 		rio, closers, err := s.redirect(c.redirs, sio)
 		if err != nil {
-			fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
-			return 1
+			return s.redirectFailed(sio, err)
 		}
-		defer closeAll(closers)
+		defer s.closeAll(closers)
 		return s.runCompound(c.cmd, rio)
 	}
 	return 0
+}
+
+// redirectFailed reports a redirection that could not be made: the command fails with 1, or,
+// for a syntax error in a here-document (which ash finds while parsing), the shell aborts with 2.
+func (s *shell) redirectFailed(sio io3, err error) int {
+	fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+	var se *syntaxError
+	if errors.As(err, &se) {
+		s.abort(2)
+		return 2
+	}
+	return 1
+}
+
+// closeAll closes the files of a redirection once its command is done; when the shell exec'd a
+// program meanwhile, the program owns them (an exec'd process inherits its file descriptors).
+func (s *shell) closeAll(cs []io.Closer) {
+	if s.p.next != nil {
+		s.p.next.inherited = append(s.p.next.inherited, cs...)
+		return
+	}
+	closeAll(cs)
 }
 
 func closeAll(cs []io.Closer) {
@@ -625,12 +762,14 @@ func (s *shell) exportedEnv(extra []string) []string {
 }
 
 func (s *shell) runSimple(c *simpleCmd, sio io3) int {
+	tail := s.execTail
+	s.execTail = false // only this command, not what a function it calls runs
 	s.substStatus = -1
 	words, err := s.expandWords(c.words)
 	if err != nil {
 		fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
-		if !s.sub {
-			s.exitReq, s.exitCode = true, 2
+		if !s.sub || err == errOutOfMemory {
+			s.abort(2)
 		}
 		return 2
 	}
@@ -640,6 +779,10 @@ func (s *shell) runSimple(c *simpleCmd, sio io3) int {
 		v, err := s.expandString(raw)
 		if err != nil {
 			fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+			if err == errOutOfMemory {
+				s.abort(2) // busybox dies on a failed allocation
+				return 2
+			}
 			return 1
 		}
 		if len(words) == 0 {
@@ -650,10 +793,9 @@ func (s *shell) runSimple(c *simpleCmd, sio io3) int {
 	}
 	rio, closers, err := s.redirect(c.redirs, sio)
 	if err != nil {
-		fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
-		return 1
+		return s.redirectFailed(sio, err)
 	}
-	defer closeAll(closers)
+	defer s.closeAll(closers)
 	if len(words) == 0 {
 		if s.substStatus >= 0 {
 			return s.substStatus
@@ -664,10 +806,14 @@ func (s *shell) runSimple(c *simpleCmd, sio io3) int {
 		fmt.Fprintf(rio.err, "+ %s\n", strings.Join(words, " "))
 	}
 	if fn, ok := s.funcs[words[0]]; ok {
+		if !s.enter(rio, words[0], "function") {
+			return 1
+		}
 		saved := s.params
 		s.params = words[1:]
 		st := s.runCommand(fn, rio)
 		s.params = saved
+		s.leave()
 		if s.retReq {
 			s.retReq = false
 			st = s.status
@@ -688,7 +834,20 @@ func (s *shell) runSimple(c *simpleCmd, sio io3) int {
 	if err != nil {
 		return s.execFailed(words[0], err, rio)
 	}
-	return s.p.spawn(exe, words, env, s.dir, rio, true)
+	if tail {
+		// The background job's shell becomes the command (exec in the forked child).
+		t := s.p.t
+		t.execAs(words)
+		np := &proc{t: t, c: s.p.c, args: words, env: env, dir: s.dir, stdin: rio.in, stdout: rio.out, stderr: rio.err, tty: s.p.tty, exe: exe}
+		return np.runExecutable()
+	}
+	held := s.heldSlot
+	s.heldSlot = false
+	st, err := s.p.spawnIn(held, exe, words, env, s.dir, rio, true)
+	if err != nil {
+		return s.forkFailed(rio)
+	}
+	return st
 }
 
 func (s *shell) execFailed(name string, err error, sio io3) int {
@@ -915,10 +1074,21 @@ func builtinSet(s *shell, args []string, sio io3) int {
 	return 0
 }
 
+// builtinShift is ash's shift: the count must be digits ("sh: shift: Illegal number: -1" is a
+// shell error, status 2), and a count larger than $# shifts nothing and returns 1 without a
+// message (busybox 1.36; bash says "shift count out of range", dash "can't shift that many").
 func builtinShift(s *shell, args []string, sio io3) int {
 	n := 1
 	if len(args) > 1 {
-		n, _ = strconv.Atoi(args[1])
+		if !isDigits(args[1]) {
+			fmt.Fprintf(sio.err, "%s: shift: Illegal number: %s\n", s.arg0, args[1])
+			s.abort(2)
+			return 2
+		}
+		var err error
+		if n, err = strconv.Atoi(args[1]); err != nil {
+			return 1 // more than any shell can have
+		}
 	}
 	if n > len(s.params) {
 		return 1
@@ -969,7 +1139,8 @@ func builtinTrap(s *shell, args []string, sio io3) int {
 }
 
 // lineReader reads one byte at a time so it never consumes input meant for
-// the next reader of the same stream (an interactive shell's commands).
+// the next reader of the same stream (an interactive shell's commands). A
+// line longer than maxHeldBytes fails with errTooBig.
 type lineReader struct{ r io.Reader }
 
 func (l lineReader) readLine() (string, error) {
@@ -978,6 +1149,9 @@ func (l lineReader) readLine() (string, error) {
 	for {
 		n, err := l.r.Read(one)
 		if n == 1 {
+			if len(b) == maxHeldBytes {
+				return "", errTooBig
+			}
 			b = append(b, one[0])
 			if one[0] == '\n' {
 				return string(b), nil
@@ -1014,6 +1188,7 @@ func builtinRead(s *shell, args []string, sio io3) int {
 	}
 	ch := make(chan res, 1)
 	go func() {
+		defer s.p.t.recoverCrash()
 		line, err := lineReader{sio.in}.readLine()
 		ch <- res{line, err}
 	}()
@@ -1021,6 +1196,10 @@ func builtinRead(s *shell, args []string, sio io3) int {
 	select {
 	case r = <-ch:
 	case <-s.p.t.ctx.Done():
+		return 1
+	}
+	if errors.Is(r.err, errTooBig) {
+		fmt.Fprintf(sio.err, "%s: read: %v\n", s.arg0, r.err)
 		return 1
 	}
 	line := strings.TrimSuffix(r.line, "\n")
@@ -1084,6 +1263,10 @@ func builtinWait(s *shell, args []string, sio io3) int {
 }
 
 func builtinEval(s *shell, args []string, sio io3) int {
+	if !s.enter(sio, "eval", "eval") {
+		return 1
+	}
+	defer s.leave()
 	return s.evalString(strings.Join(args[1:], " "), sio)
 }
 
@@ -1091,11 +1274,15 @@ func builtinSource(s *shell, args []string, sio io3) int {
 	if len(args) < 2 {
 		return 0
 	}
-	data, err := s.p.c.fs.ReadFile(s.p.absIn(s.dir, args[1]))
+	data, err := s.p.readFileBounded(s.p.absIn(s.dir, args[1]))
 	if err != nil {
-		fmt.Fprintf(sio.err, "%s: .: can't open '%s': %s\n", s.arg0, args[1], strerror(err))
+		fmt.Fprintf(sio.err, "%s: .: can't open '%s': %s\n", s.arg0, args[1], lineError(err))
 		return 2
 	}
+	if !s.enter(sio, args[1], "source") {
+		return 1
+	}
+	defer s.leave()
 	return s.evalString(string(data), sio)
 }
 
@@ -1118,21 +1305,25 @@ func builtinExec(s *shell, args []string, sio io3) int {
 	if s.sub {
 		// In a subshell (pipeline, $(...)) the shell shares its task with the
 		// parent: run the command as a child instead.
-		st := s.p.spawn(exe, args[1:], env, s.dir, sio, true)
+		st, err := s.p.spawn(exe, args[1:], env, s.dir, sio, true)
+		if err != nil {
+			return s.forkFailed(sio)
+		}
 		s.exitReq, s.exitCode = true, st
 		return st
 	}
 	t := s.p.t
 	t.execAs(args[1:])
 	t.setHandler(nil)
-	np := &proc{t: t, c: s.p.c, args: args[1:], env: env, dir: s.dir, stdin: sio.in, stdout: sio.out, stderr: sio.err, tty: s.p.tty, exe: exe}
-	st := np.runExecutable()
-	s.exitReq, s.exitCode = true, st
+	// The program replaces the shell: the shell unwinds (exitReq) and the program runs in
+	// its place, from runExecutable's loop, with the files the shell redirected for it.
+	s.p.next = &proc{t: t, c: s.p.c, args: args[1:], env: env, dir: s.dir, stdin: sio.in, stdout: sio.out, stderr: sio.err, tty: s.p.tty, exe: exe}
+	s.exitReq, s.exitCode = true, 0
 	// The shell is gone: no EXIT trap runs after a successful exec.
 	s.sig.mu.Lock()
 	delete(s.sig.traps, "EXIT")
 	s.sig.mu.Unlock()
-	return st
+	return 0
 }
 
 func quoteAll(args []string) []string {
@@ -1227,9 +1418,9 @@ func appletSh(p *proc) int {
 			s.params = args[2:]
 		}
 	case len(args) > 0:
-		data, err := p.c.fs.ReadFile(p.abs(args[0]))
+		data, err := p.readFileBounded(p.abs(args[0]))
 		if err != nil {
-			fmt.Fprintf(p.stderr, "%s: can't open '%s': %s\n", s.arg0, args[0], strerror(err))
+			fmt.Fprintf(p.stderr, "%s: can't open '%s': %s\n", s.arg0, args[0], lineError(err))
 			return 2
 		}
 		src = string(data)
@@ -1255,6 +1446,9 @@ func appletSh(p *proc) int {
 		}
 	}
 	st := s.runList(l, s.io)
+	if p.next != nil {
+		return 0 // exec'd: the program runs in the shell's place
+	}
 	s.runPendingTraps()
 	if s.exitReq {
 		st = s.exitCode
@@ -1319,6 +1513,7 @@ func (s *shell) interactive() int {
 		}
 		ch := make(chan res, 1)
 		go func() {
+			defer s.p.t.recoverCrash()
 			l, err := lr.readLine()
 			ch <- res{l, err}
 		}()
@@ -1328,7 +1523,18 @@ func (s *shell) interactive() int {
 		case <-s.p.t.ctx.Done():
 			return s.status
 		}
+		if errors.Is(r.err, errTooBig) {
+			fmt.Fprintf(s.io.err, "%s: %v\n", s.arg0, r.err)
+			s.status = 1
+			break
+		}
 		if r.line == "" && r.err != nil {
+			break
+		}
+		if len(buf)+len(r.line) > maxHeldBytes {
+			// A command never completed (an open quote) over a long input.
+			fmt.Fprintf(s.io.err, "%s: %v\n", s.arg0, errTooBig)
+			s.status = 1
 			break
 		}
 		buf += r.line
@@ -1344,6 +1550,10 @@ func (s *shell) interactive() int {
 		}
 		s.runList(l, s.io)
 		s.runPendingTraps()
+		if s.aborted {
+			// A shell error ends the command line, not an interactive shell.
+			s.exitReq, s.aborted = false, false
+		}
 		if s.exitReq || s.p.t.ctx.Err() != nil || r.err != nil {
 			break
 		}

@@ -2,11 +2,15 @@ package process
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 )
 
 // fieldBuilder accumulates the fields a word expands to. Quoted text never
@@ -18,11 +22,23 @@ type fieldBuilder struct {
 	pattern strings.Builder // cur with quoted glob characters escaped
 	have    bool
 	glob    bool
+	size    int // bytes added, across fields (see maxHeldBytes)
 }
+
+// errOutOfMemory is a word, or a command substitution's output, past maxHeldBytes: busybox's
+// xmalloc failure ("sh: out of memory"), where a real container would meet its memory limit.
+var errOutOfMemory = &expandError{"out of memory"}
 
 func (b *fieldBuilder) add(s string, quoted bool) {
 	b.have = true
+	if b.size += len(s); b.size > maxHeldBytes {
+		return // expand reports errOutOfMemory; nothing more is held
+	}
 	b.cur.WriteString(s)
+	if quoted && !strings.ContainsAny(s, "*?[]\\") {
+		b.pattern.WriteString(s)
+		return
+	}
 	if quoted {
 		for _, r := range s {
 			if strings.ContainsRune("*?[]\\", r) {
@@ -86,6 +102,9 @@ func (s *shell) expandWords(words []string) ([]string, error) {
 		if err := s.expand(w, b, true); err != nil {
 			return nil, err
 		}
+		if b.size > maxHeldBytes {
+			return nil, errOutOfMemory
+		}
 		b.end()
 		for i, f := range b.fields {
 			if b.globs[i] {
@@ -105,12 +124,36 @@ func (s *shell) expandString(w string) (string, error) {
 	if err := s.expand(w, b, false); err != nil {
 		return "", err
 	}
+	if b.size > maxHeldBytes {
+		return "", errOutOfMemory
+	}
 	return b.cur.String(), nil
 }
 
 type expandError struct{ msg string }
 
 func (e *expandError) Error() string { return e.msg }
+
+// errUnterminatedQuote and unterminated are the syntax errors ash reports for an expansion that
+// does not end (ash finds them when parsing; here a here-document's body meets them when it is
+// expanded).
+var errUnterminatedQuote = &syntaxError{"unterminated quoted string"}
+
+func unterminated(rest string, err error) error {
+	var se *syntaxError
+	if errors.As(err, &se) {
+		return err // too deeply nested
+	}
+	switch {
+	case strings.HasPrefix(rest, "$(("):
+		return &syntaxError{"missing '))'"}
+	case strings.HasPrefix(rest, "$("):
+		return &syntaxError{`unexpected end of file (expecting ")")`}
+	case strings.HasPrefix(rest, "${"):
+		return &syntaxError{"missing '}'"}
+	}
+	return &syntaxError{"EOF in backquote substitution"}
+}
 
 // expand walks a raw word. split=false keeps everything in one field.
 func (s *shell) expand(w string, b *fieldBuilder, split bool) error {
@@ -138,6 +181,9 @@ func (s *shell) expand(w string, b *fieldBuilder, split bool) error {
 		}
 	}
 	for i < len(w) {
+		if b.size > maxHeldBytes {
+			return errOutOfMemory
+		}
 		c := w[i]
 		switch c {
 		case '\\':
@@ -147,17 +193,26 @@ func (s *shell) expand(w string, b *fieldBuilder, split bool) error {
 			i += 2
 		case '\'':
 			j := strings.IndexByte(w[i+1:], '\'')
+			if j < 0 {
+				return errUnterminatedQuote
+			}
 			b.add(w[i+1:i+1+j], true)
 			i += j + 2
 		case '"':
-			end, _ := scanDouble(w, i+1)
+			end, err := scanDouble(w, i+1)
+			if err != nil {
+				return errUnterminatedQuote
+			}
 			inner := w[i+1 : end-1]
 			if err := s.expandDouble(inner, b); err != nil {
 				return err
 			}
 			i = end
 		case '$':
-			end, _ := scanDollar(w, i)
+			end, err := scanDollar(w, i)
+			if err != nil {
+				return unterminated(w[i:], err)
+			}
 			v, multi, err := s.dollar(w[i:end], false)
 			if err != nil {
 				return err
@@ -174,7 +229,10 @@ func (s *shell) expand(w string, b *fieldBuilder, split bool) error {
 			}
 			i = end
 		case '`':
-			end, _ := scanBackquote(w, i+1)
+			end, err := scanBackquote(w, i+1)
+			if err != nil {
+				return unterminated(w[i:], err)
+			}
 			v, err := s.commandSubst(unescapeBackquote(w[i+1 : end-1]))
 			if err != nil {
 				return err
@@ -209,6 +267,9 @@ func (s *shell) expandDouble(w string, b *fieldBuilder) error {
 	b.have = true
 	i := 0
 	for i < len(w) {
+		if b.size > maxHeldBytes {
+			return errOutOfMemory
+		}
 		c := w[i]
 		switch c {
 		case '\\':
@@ -222,7 +283,10 @@ func (s *shell) expandDouble(w string, b *fieldBuilder) error {
 			b.add("\\", true)
 			i++
 		case '$':
-			end, _ := scanDollar(w, i)
+			end, err := scanDollar(w, i)
+			if err != nil {
+				return unterminated(w[i:], err)
+			}
 			v, multi, err := s.dollar(w[i:end], true)
 			if err != nil {
 				return err
@@ -244,7 +308,10 @@ func (s *shell) expandDouble(w string, b *fieldBuilder) error {
 			}
 			i = end
 		case '`':
-			end, _ := scanBackquote(w, i+1)
+			end, err := scanBackquote(w, i+1)
+			if err != nil {
+				return unterminated(w[i:], err)
+			}
 			v, err := s.commandSubst(unescapeBackquote(w[i+1 : end-1]))
 			if err != nil {
 				return err
@@ -448,20 +515,48 @@ func trimPattern(v, pat string, prefix, longest bool) string {
 
 // commandSubst runs src in a subshell and returns its output without trailing newlines.
 func (s *shell) commandSubst(src string) (string, error) {
-	var out bytes.Buffer
+	if s.nest >= maxNest {
+		return "", &expandError{fmt.Sprintf("command substitution: maximum nesting level exceeded (%d)", maxNest)}
+	}
+	out := &substOutput{}
 	sub := s.subshell()
+	sub.nest++
 	l, err := parseScript(src)
 	if err != nil {
 		return "", &expandError{err.Error()}
 	}
+	// Past maxHeldBytes the output pipe breaks (the command stops as on SIGPIPE) and the
+	// expansion fails: `x=$(cat /dev/zero)` costs 16 MiB, not all of cri-fake's memory.
+	sub.broken = &atomic.Bool{}
 	io := s.io
-	io.out = &out
+	io.out = &pipeOut{w: out, broken: sub.broken}
 	sub.io = io
 	st := sub.runList(l, io)
 	sub.runExitTrap(io)
 	s.status = st
 	s.substStatus = st
-	return strings.TrimRight(out.String(), "\n"), nil
+	if out.full {
+		return "", errOutOfMemory
+	}
+	return strings.TrimRight(out.b.String(), "\n"), nil
+}
+
+// substOutput collects a command substitution's output up to maxHeldBytes; a write past it fails
+// with EPIPE. Written only by the subshell's own goroutines, one at a time.
+type substOutput struct {
+	mu   sync.Mutex
+	b    bytes.Buffer
+	full bool
+}
+
+func (o *substOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.full || o.b.Len()+len(p) > maxHeldBytes {
+		o.full = true
+		return 0, syscall.EPIPE
+	}
+	return o.b.Write(p)
 }
 
 // glob expands a pattern (quoted metacharacters escaped with \) against the
@@ -553,9 +648,10 @@ func (s *shell) arith(expr string) (int64, error) {
 }
 
 type arithParser struct {
-	s   *shell
-	src string
-	pos int
+	s     *shell
+	src   string
+	pos   int
+	depth int // nested parentheses and unary operators (see maxNest)
 }
 
 func (a *arithParser) skip() {
@@ -688,6 +784,12 @@ func (a *arithParser) term() (int64, error) {
 }
 
 func (a *arithParser) unary() (int64, error) {
+	if a.depth >= maxNest {
+		// bash: "expression recursion level exceeded"; ash would overflow its stack.
+		return 0, &expandError{"arithmetic: expression recursion level exceeded"}
+	}
+	a.depth++
+	defer func() { a.depth-- }()
 	switch {
 	case a.accept("!"):
 		v, err := a.unary()

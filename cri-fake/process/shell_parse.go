@@ -218,7 +218,16 @@ func scanWord(s string, i int) (int, error) {
 	return i, nil
 }
 
-func scanDouble(s string, i int) (int, error) {
+func scanDouble(s string, i int) (int, error) { return scanDoubleAt(s, i, 0) }
+
+// errNesting is the parser's answer to constructs or expansions nested more than maxNest deep
+// (ash would overflow its stack on them).
+var errNesting = &syntaxError{fmt.Sprintf("nested too deeply (more than %d levels)", maxNest)}
+
+func scanDoubleAt(s string, i, depth int) (int, error) {
+	if depth > maxNest {
+		return 0, errNesting
+	}
 	for i < len(s) {
 		switch s[i] {
 		case '\\':
@@ -232,7 +241,7 @@ func scanDouble(s string, i int) (int, error) {
 			}
 			i = j
 		case '$':
-			j, err := scanDollar(s, i)
+			j, err := scanDollarAt(s, i, depth+1)
 			if err != nil {
 				return 0, err
 			}
@@ -259,7 +268,12 @@ func scanBackquote(s string, i int) (int, error) {
 }
 
 // scanDollar returns the end of the expansion starting at s[i] == '$'.
-func scanDollar(s string, i int) (int, error) {
+func scanDollar(s string, i int) (int, error) { return scanDollarAt(s, i, 0) }
+
+func scanDollarAt(s string, i, depth int) (int, error) {
+	if depth > maxNest {
+		return 0, errNesting
+	}
 	if i+1 >= len(s) {
 		return i + 1, nil
 	}
@@ -270,7 +284,9 @@ func scanDollar(s string, i int) (int, error) {
 		for j < len(s) {
 			switch s[j] {
 			case '(':
-				depth++
+				if depth++; depth > maxNest {
+					return 0, errNesting
+				}
 			case ')':
 				depth--
 				if depth == 0 {
@@ -283,7 +299,7 @@ func scanDollar(s string, i int) (int, error) {
 				}
 				j += k + 1
 			case '"':
-				k, err := scanDouble(s, j+1)
+				k, err := scanDoubleAt(s, j+1, depth+1)
 				if err != nil {
 					return 0, err
 				}
@@ -309,13 +325,13 @@ func scanDollar(s string, i int) (int, error) {
 				}
 				j += k + 1
 			case '"':
-				k, err := scanDouble(s, j+1)
+				k, err := scanDoubleAt(s, j+1, depth+1)
 				if err != nil {
 					return 0, err
 				}
 				j = k - 1
 			case '$':
-				k, err := scanDollar(s, j)
+				k, err := scanDollarAt(s, j, depth+1)
 				if err != nil {
 					return 0, err
 				}
@@ -427,6 +443,8 @@ type list struct {
 
 type parser struct {
 	lx *lexer
+	// depth is how many compound commands enclose the one being parsed (see maxNest).
+	depth int
 }
 
 func parseScript(src string) (*list, error) {
@@ -601,6 +619,13 @@ func (p *parser) command() (command, error) {
 	}
 	if t.kind == tEOF {
 		return nil, errIncomplete
+	}
+	if isWord(t, "if") || isWord(t, "while") || isWord(t, "until") || isWord(t, "for") || isWord(t, "case") || isWord(t, "{") || (t.kind == tOp && t.val == "(") {
+		if p.depth >= maxNest {
+			return nil, errNesting
+		}
+		p.depth++
+		defer func() { p.depth-- }()
 	}
 	var c command
 	switch {

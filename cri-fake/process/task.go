@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // task is one entry of a container's process table: the main process, an exec,
@@ -65,7 +69,111 @@ func NewPIDNamespace() *PIDNamespace {
 	return &PIDNamespace{tasks: map[int]*task{}, nextPid: 1}
 }
 
+// DefaultPidsLimit is how many processes a container may have at once when its resources name no
+// pids.max: a fork past it fails with EAGAIN, as the kernel's pids cgroup controller makes it
+// fail. The kubelet's podPidsLimit never reaches a runtime (the kubelet writes it to the pod's
+// cgroup itself; CRI's LinuxContainerResources has no pids field), so a simulated container
+// without this default could fork until cri-fake's memory ran out. 1024 processes of the
+// simulation hold about 12 MB (TestPidsLimitBoundsMemory).
+const DefaultPidsLimit = 1024
+
+// MaxPidsLimit is the most processes cri-fake lets one container have, whatever its resources
+// ask ("max" included): 4096 simulated processes hold about 50 MB of cri-fake.
+const MaxPidsLimit = 4096
+
+// PidsLimit is the pids limit of a container's resources: the cgroup v2 "pids.max" of
+// LinuxContainerResources.unified ("max" or a count), at most MaxPidsLimit; 0 (none given, or
+// not a number) means DefaultPidsLimit.
+func PidsLimit(r *runtimeapi.LinuxContainerResources) int {
+	v, ok := r.GetUnified()["pids.max"]
+	if !ok {
+		return 0
+	}
+	if v = strings.TrimSpace(v); v == "max" {
+		return MaxPidsLimit
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return min(n, MaxPidsLimit)
+}
+
+// crashExitCode is how a simulated process ends when the simulation itself failed in it (a
+// panic: a defect of cri-fake, not of the container): 139, the code of a process killed by
+// SIGSEGV, which is what such a defect would be for a real program.
+const crashExitCode = 128 + int(syscall.SIGSEGV)
+
+// recoverCrash is deferred first in every goroutine that runs a simulated process's code (its
+// main goroutine, a spawned child, a background job, a server's accept loop). A panic there ends
+// that process with crashExitCode and is logged with its stack instead of taking cri-fake and
+// every other container down with it.
+func (t *task) recoverCrash() {
+	if r := recover(); r != nil {
+		t.crashed(r)
+	}
+}
+
+// crashed logs a recovered panic of t's code and ends t with crashExitCode.
+func (t *task) crashed(r any) {
+	t.c.logf("process: pid %d %q crashed on a defect of the simulation and ends with exit code %d: %v\n%s",
+		t.pid, t.argvCopy(), crashExitCode, r, debug.Stack())
+	t.terminate(crashExitCode)
+}
+
+func (t *task) argvCopy() []string {
+	t.c.pidns.mu.Lock()
+	defer t.c.pidns.mu.Unlock()
+	return append([]string(nil), t.argv...)
+}
+
+// logf reports a defect of the simulation (Spec.Logf, else the standard logger).
+func (c *container) logf(format string, args ...any) {
+	if c.spec.Logf != nil {
+		c.spec.Logf(format, args...)
+		return
+	}
+	log.Printf(format, args...)
+}
+
+// pidsLimit is the most processes the container may have at once.
+func (c *container) pidsLimit() int {
+	if c.spec.PidsLimit > 0 {
+		return c.spec.PidsLimit
+	}
+	return DefaultPidsLimit
+}
+
+// fork takes one of the container's process slots for a process that has no table entry of its
+// own (a pipeline element: ash forks a subshell for each); it fails with EAGAIN at the limit.
+// release gives the slot back.
+func (c *container) fork() error {
+	ns := c.pidns
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	if c.procs >= c.pidsLimit() {
+		return syscall.EAGAIN
+	}
+	c.procs++
+	return nil
+}
+
+func (c *container) release() {
+	ns := c.pidns
+	ns.mu.Lock()
+	c.procs--
+	ns.mu.Unlock()
+}
+
+// newTask adds a process to the table; it fails with EAGAIN when the container is at its pids
+// limit (pids.max), as fork(2) does in a cgroup at its limit.
 func (c *container) newTask(parent *task, argv []string, id Identity) (*task, error) {
+	return c.newTaskIn(parent, argv, id, false)
+}
+
+// newTaskIn is newTask; with held the caller hands over a slot it took with fork, which the
+// new task then holds (a pipeline subshell whose command takes its place).
+func (c *container) newTaskIn(parent *task, argv []string, id Identity, held bool) (*task, error) {
 	c.mu.Lock()
 	dead := c.dead
 	c.mu.Unlock()
@@ -78,10 +186,16 @@ func (c *container) newTask(parent *task, argv []string, id Identity) (*task, er
 		base = parent.ctx
 		ppid = parent.pid
 	}
-	ctx, cancel := context.WithCancelCause(base)
 	ns := c.pidns
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
+	if !held {
+		if c.procs >= c.pidsLimit() {
+			return nil, syscall.EAGAIN
+		}
+		c.procs++
+	}
+	ctx, cancel := context.WithCancelCause(base)
 	t := &task{c: c, pid: ns.nextPid, ppid: ppid, argv: append([]string(nil), argv...), name: comm(argv), id: id, started: time.Now(), ctx: ctx, cancel: cancel}
 	t.mem = appletMemory(argv)
 	ns.nextPid++
@@ -115,11 +229,16 @@ func (t *task) memory() uint64 {
 func (t *task) exit(code int) {
 	t.cancel(exitStatus{code})
 	t.mu.Lock()
+	already := t.exited
 	t.exited = true
 	t.mu.Unlock()
+	if already {
+		return
+	}
 	ns := t.c.pidns
 	ns.mu.Lock()
 	delete(ns.tasks, t.pid)
+	t.c.procs--
 	ns.mu.Unlock()
 }
 

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -39,7 +41,7 @@ func (s *Service) Restore(ctx context.Context, l store.Loaded) {
 			continue
 		}
 		img, _ := s.images.Store().Get(c.ImageID)
-		p, err := s.launcher.Start(ctx, ProcessSpec{ContainerID: c.ID, SandboxID: sb.ID, Config: c.Config,
+		p, err := s.restart(ctx, ProcessSpec{ContainerID: c.ID, SandboxID: sb.ID, Config: c.Config,
 			SandboxConfig: sb.Config, Image: img, LogPath: c.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs, Restored: true,
 			Resources: c.Status().Resources})
 		if err != nil {
@@ -50,4 +52,17 @@ func (s *Service) Restore(ctx context.Context, l store.Loaded) {
 		c.SetRunning(c.Status().StartedAt, p)
 		s.watch(sb, c, p)
 	}
+}
+
+// restart starts a restored container's process again. A panic in the launcher (a defect met with
+// this container's saved config) fails this container only: cri-fake must come up with its
+// state, whatever one container does, or every restart would die the same way.
+func (s *Service) restart(ctx context.Context, spec ProcessSpec) (p Process, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.opts.Logf("restore container %s: starting its process crashed: %v\n%s", spec.ContainerID, r, debug.Stack())
+			p, err = nil, fmt.Errorf("starting the process crashed: %v", r)
+		}
+	}()
+	return s.launcher.Start(ctx, spec)
 }

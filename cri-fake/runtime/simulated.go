@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,10 @@ type Simulated struct {
 	// StartLatency is how long after StartContainer the process starts (see Start); 0 starts
 	// it before StartContainer returns. NewSimulated sets DefaultStartLatency.
 	StartLatency time.Duration
+	// SpecHook, when set, may change each container's process spec just before the process
+	// starts (after the runtime wired its stdio, network and PID namespace). Tests use it to
+	// inject faults, such as an output writer that panics.
+	SpecHook func(containerID string, spec *process.Spec)
 
 	mu      sync.Mutex
 	pending []*simProcess // to start, in start order (the starter goroutine runs while any)
@@ -512,8 +517,15 @@ func (s *simProcess) run(spec process.Spec) error {
 }
 
 // begin starts the process: it builds the spec when Start did not need to, and wires the
-// process to the pod (network, PID namespace) and to the log and attach sessions.
-func (s *simProcess) begin() error {
+// process to the pod (network, PID namespace) and to the log and attach sessions. A panic on
+// the way (a defect of cri-fake, met with this container's config) fails this start only.
+func (s *simProcess) begin() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.l.logf("container %s: starting its process crashed on a defect of cri-fake: %v\n%s", s.ps.ContainerID, r, debug.Stack())
+			err = fmt.Errorf("cri-fake defect while starting the process: %v", r)
+		}
+	}()
 	l, ps := s.l, s.ps
 	var spec process.Spec
 	if s.spec != nil {
@@ -545,6 +557,11 @@ func (s *simProcess) begin() error {
 	spec.Stdin = cio.Stdin()
 	spec.Stdout = tee{cio.Stdout(), s.logs.stream(process.Stdout)}
 	spec.Stderr = tee{cio.Stderr(), s.logs.stream(process.Stderr)}
+	// A defect of the simulation ends only the process it hit (exit 139), reported here.
+	spec.Logf = l.Logf
+	if l.SpecHook != nil {
+		l.SpecHook(ps.ContainerID, &spec)
+	}
 	return s.run(spec)
 }
 
@@ -756,8 +773,27 @@ func (s *simProcess) Exit() Exit { return s.exit }
 
 func (s *simProcess) ReopenLog() error { return s.logs.reopen() }
 
-// ExecSync runs cmd in the container; ctx carries ExecSync's timeout.
-func (s *simProcess) ExecSync(ctx context.Context, cmd []string) (ExecResult, error) {
+// crashedExec turns a panic met while an exec was being set up in the caller's goroutine (the
+// command itself runs in the process's own goroutines, which end it with 139 themselves) into
+// the exec's end with 139, as a command killed by SIGSEGV, so the RPC answers and cri-fake
+// keeps serving.
+func (s *simProcess) crashedExec(cmd []string, code *int) {
+	if r := recover(); r != nil {
+		s.l.logf("container %s: exec %q crashed on a defect of cri-fake and ends with exit code 139: %v\n%s", s.ps.ContainerID, cmd, r, debug.Stack())
+		*code = 128 + int(syscall.SIGSEGV)
+	}
+}
+
+// ExecSync runs cmd in the container; ctx carries ExecSync's timeout. Its output is bounded by
+// process.MaxExecSyncOutput (containerd's cap).
+func (s *simProcess) ExecSync(ctx context.Context, cmd []string) (res ExecResult, err error) {
+	var crashed int
+	defer func() {
+		if crashed != 0 {
+			res, err = ExecResult{ExitCode: int32(crashed)}, nil
+		}
+	}()
+	defer s.crashedExec(cmd, &crashed)
 	s.materialise()
 	if s.p == nil {
 		return ExecResult{}, process.ErrNotRunning
@@ -780,7 +816,14 @@ func (s *simProcess) Usage() Usage {
 }
 
 // ExecStream runs an interactive command (the streaming server's Exec).
-func (s *simProcess) ExecStream(ctx context.Context, cmd []string, in io.Reader, out, errw io.Writer, tty bool, resize <-chan TerminalSize) (int, error) {
+func (s *simProcess) ExecStream(ctx context.Context, cmd []string, in io.Reader, out, errw io.Writer, tty bool, resize <-chan TerminalSize) (code int, err error) {
+	var crashed int
+	defer func() {
+		if crashed != 0 {
+			code, err = crashed, nil
+		}
+	}()
+	defer s.crashedExec(cmd, &crashed)
 	s.materialise()
 	if s.p == nil {
 		return 0, process.ErrNotRunning
@@ -797,7 +840,7 @@ func (s *simProcess) ExecStream(ctx context.Context, cmd []string, in io.Reader,
 		<-e.Done()
 		return 0, ctx.Err()
 	}
-	code, _ := e.ExitCode()
+	code, _ = e.ExitCode()
 	return code, nil
 }
 

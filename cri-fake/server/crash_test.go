@@ -1,0 +1,105 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/process"
+	"github.com/plugsim/plugsim/cri-fake/runtime"
+)
+
+// panicWriter stands for a defect of the simulation met while a process writes its output.
+type panicWriter struct{}
+
+func (panicWriter) Write([]byte) (int, error) { panic("injected defect") }
+
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(&l.b, format+"\n", args...)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRestartSurvivesCrashingContainer: a container saved RUNNING whose command crashes when it is
+// restored (a defect injected after the first run) must not stop cri-fake from coming up with its
+// state: the server serves, and the container is recorded as EXITED 139; later restarts keep it so.
+func TestRestartSurvivesCrashingContainer(t *testing.T) {
+	ctx := context.Background()
+	state, root := t.TempDir(), t.TempDir()
+	s1, c := start(t, Options{StateDir: state, RootDir: root})
+	if _, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "busybox"}}); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: podConfig("crashy")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctr, err := c.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod.PodSandboxId, Config: &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox"},
+		Command: []string{"sh", "-c", "echo started; sleep 100000"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
+		t.Fatal(err)
+	}
+	s1.Close()
+
+	// From now on the container's output path is broken: its restored command crashes.
+	var log logBuffer
+	crashing := func() *runtime.Simulated {
+		sim := runtime.NewSimulated()
+		sim.Logf = log.logf
+		sim.SpecHook = func(_ string, spec *process.Spec) { spec.Stdout = panicWriter{} }
+		return sim
+	}
+	s2, c2 := start(t, Options{StateDir: state, RootDir: root, Launcher: crashing(), Logf: log.logf})
+	var st *runtimeapi.ContainerStatus
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := c2.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ctr.ContainerId})
+		if err != nil {
+			t.Fatalf("the restarted server does not answer: %v", err)
+		}
+		if st = resp.Status; st.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restored container still %v", st.State)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st.ExitCode != 139 || st.Reason != "Error" {
+		t.Fatalf("restored crashing container: exit %d reason %q, want 139 Error", st.ExitCode, st.Reason)
+	}
+	if l := log.String(); !strings.Contains(l, "injected defect") {
+		t.Fatalf("crash not logged:\n%s", l)
+	}
+	if _, err := c2.rt.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
+		t.Fatalf("server not serving after the crash: %v", err)
+	}
+	s2.Close()
+
+	// The exit was saved: the next restart does not run the command again.
+	_, c3 := start(t, Options{StateDir: state, RootDir: root, Launcher: crashing(), Logf: log.logf})
+	resp, err := c3.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ctr.ContainerId})
+	if err != nil || resp.Status.State != runtimeapi.ContainerState_CONTAINER_EXITED || resp.Status.ExitCode != 139 {
+		t.Fatalf("third start: %v %v", resp, err)
+	}
+}
