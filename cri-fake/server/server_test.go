@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/plugsim/plugsim/cri-fake/images"
 	"github.com/plugsim/plugsim/harness/admin"
 	"github.com/plugsim/plugsim/harness/faults"
 )
@@ -141,14 +142,48 @@ func TestAdminSocket(t *testing.T) {
 	}
 }
 
-func TestFaultDelayHonoursDeadline(t *testing.T) {
-	s, c := start(t, Options{})
+// A call cut by the client's deadline, in an injected delay or in a slow image pull, is
+// DeadlineExceeded for the client and in the trace, every time: grpc-go's server context is mostly
+// canceled by the client's RST_STREAM before its own deadline fires (see trace.cutByDeadline),
+// which the trace used to record as Canceled in 8 of 10 calls.
+func TestDeadlineCutCallsAreDeadlineExceeded(t *testing.T) {
+	slow, err := images.NewCatalog(images.DefaultPullLatency, images.CatalogImage{Repositories: []string{"example.com/slow"}, Tags: []string{"1"}, PullLatency: "1m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, c := start(t, Options{Catalog: slow})
 	s.Faults().Add(faults.Rule{Method: "Status", Delay: faults.Duration(time.Minute)})
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	_, err := c.rt.Status(ctx, &runtimeapi.StatusRequest{})
-	if status.Code(err) != codes.DeadlineExceeded {
-		t.Fatalf("got %v", err)
+	events, unsubscribe := s.Recorder().Subscribe(4)
+	t.Cleanup(unsubscribe)
+	for _, tc := range []struct {
+		method string
+		call   func(context.Context) error
+	}{
+		{"Status", func(ctx context.Context) error { _, err := c.rt.Status(ctx, &runtimeapi.StatusRequest{}); return err }},
+		{"PullImage", func(ctx context.Context) error {
+			_, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "example.com/slow:1"}})
+			return err
+		}},
+	} {
+		for i := range 20 {
+			// 300 ms: short enough for 20 runs in a row, long enough that the call reaches the
+			// handler on a busy machine (grpc-go refuses one whose deadline passed on the way,
+			// before any interceptor, and nothing is traced).
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			err := tc.call(ctx)
+			cancel()
+			if status.Code(err) != codes.DeadlineExceeded {
+				t.Fatalf("%s run %d: the client got %v, want DeadlineExceeded", tc.method, i, err)
+			}
+			select {
+			case ev := <-events:
+				if ev.Method != tc.method || ev.Code != "DeadlineExceeded" {
+					t.Errorf("%s run %d: traced %s %s %q, want DeadlineExceeded", tc.method, i, ev.Method, ev.Code, ev.Error)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s run %d: nothing traced in 30s", tc.method, i)
+			}
+		}
 	}
 }
 
