@@ -295,7 +295,7 @@ func Start(opts Options) (_ *Server, retErr error) {
 	if l == nil {
 		ep := opts.Endpoint
 		if ep == "" {
-			d, err := os.MkdirTemp("", "cri-fake-")
+			d, err := endpoint.MkdirTemp("cri-fake-", len("cri.sock"))
 			if err != nil {
 				return nil, err
 			}

@@ -12,6 +12,11 @@
 //	DIR/var/lib/kubelet/         where the kubelet's staging and target paths go
 //	DIR/crictl.yaml              crictl --config DIR/crictl.yaml ps
 //
+// A unix socket's path is at most 107 bytes (sun_path). When DIR is too long for the longest of
+// them (DIR/run/csi/controller.sock: a long $TMPDIR, a long test name in t.TempDir()), DIR/run is
+// a symlink to a short directory made under $TMPDIR, or /tmp when $TMPDIR is long too, and the
+// endpoints name the sockets there (Node.RunDir); Close removes both.
+//
 // Start does it in-process for a Go test; the harness command does it for `harness up` and for
 // every scenario `harness run` executes.
 package wiring
@@ -37,6 +42,7 @@ import (
 	"github.com/plugsim/plugsim/harness/faults"
 	"github.com/plugsim/plugsim/harness/scenario"
 	"github.com/plugsim/plugsim/harness/trace"
+	"github.com/plugsim/plugsim/internal/endpoint"
 )
 
 // Options choose what the node looks like.
@@ -76,9 +82,16 @@ type CSIOptions struct {
 	NoAttach      bool
 }
 
+// sockets are the sockets a node serves, relative to its run directory; the longest decides
+// whether DIR/run can hold them (see the package doc).
+var sockets = []string{"cri.sock", "cri-admin.sock", "csi-admin.sock", "csi/csi.sock", "csi/controller.sock"}
+
 // Node is a running set of fakes with clients connected to them.
 type Node struct {
-	Dir        string
+	Dir string
+	// RunDir holds the sockets: DIR/run, or the short directory DIR/run links to when DIR is too
+	// long for a socket path (see the package doc).
+	RunDir     string
 	CNIConfDir string
 	CNIBinDir  string
 	CNILog     string
@@ -109,6 +122,7 @@ type Node struct {
 
 	opts      Options
 	tmp       string
+	shortRun  string // the short directory DIR/run links to, or ""
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -186,10 +200,13 @@ func StartNode(o Options) (_ *Node, retErr error) {
 	n.CNIBinDir = filepath.Join(dir, "opt/cni/bin")
 	n.CNILog = filepath.Join(dir, "var/log/plugsim/cni.jsonl")
 	n.KubeletDir = filepath.Join(dir, "var/lib/kubelet")
-	for _, d := range []string{n.CNIConfDir, n.CNIBinDir, filepath.Dir(n.CNILog), n.KubeletDir, filepath.Join(dir, "run/csi")} {
+	for _, d := range []string{n.CNIConfDir, n.CNIBinDir, filepath.Dir(n.CNILog), n.KubeletDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
+	}
+	if n.RunDir, err = n.makeRunDir(); err != nil {
+		return nil, err
 	}
 	if o.CNI != "off" {
 		if err := n.installPlugins(o); err != nil {
@@ -204,12 +221,12 @@ func StartNode(o Options) (_ *Node, retErr error) {
 
 	n.Portmap = o.Portmap && o.CNI == "default"
 	if o.Admin {
-		n.CRIAdmin = "unix://" + filepath.Join(dir, "run/cri-admin.sock")
+		n.CRIAdmin = "unix://" + filepath.Join(n.RunDir, "cri-admin.sock")
 		if !o.NoCSI {
-			n.CSIAdmin = "unix://" + filepath.Join(dir, "run/csi-admin.sock")
+			n.CSIAdmin = "unix://" + filepath.Join(n.RunDir, "csi-admin.sock")
 		}
 	}
-	n.CRIEndpoint = "unix://" + filepath.Join(dir, "run/cri.sock")
+	n.CRIEndpoint = "unix://" + filepath.Join(n.RunDir, "cri.sock")
 	confDir := n.CNIConfDir
 	if o.CNI == "off" {
 		confDir = ""
@@ -238,7 +255,7 @@ func StartNode(o Options) (_ *Node, retErr error) {
 		if c.NodeID == "" {
 			c.NodeID = "plugsim-node"
 		}
-		n.CSIEndpoint = "unix://" + filepath.Join(dir, "run/csi/csi.sock")
+		n.CSIEndpoint = "unix://" + filepath.Join(n.RunDir, "csi/csi.sock")
 		var rec *trace.Recorder
 		if o.TraceCapacity != 0 {
 			if rec, err = trace.New(trace.Options{Capacity: o.TraceCapacity}); err != nil {
@@ -258,7 +275,7 @@ func StartNode(o Options) (_ *Node, retErr error) {
 			TraceFile:     filepath.Join(dir, "var/log/plugsim/csi.jsonl"),
 		}
 		if !c.EphemeralOnly {
-			n.CSIControllerEndpoint = "unix://" + filepath.Join(dir, "run/csi/controller.sock")
+			n.CSIControllerEndpoint = "unix://" + filepath.Join(n.RunDir, "csi/controller.sock")
 			copts.ControllerEndpoint = n.CSIControllerEndpoint
 		}
 		if n.CSI, err = csiserver.Start(copts); err != nil {
@@ -281,6 +298,36 @@ func StartNode(o Options) (_ *Node, retErr error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// makeRunDir makes the directory the sockets go in: DIR/run, or, when the longest socket under it
+// would not fit a socket path, a short directory that DIR/run links to.
+func (n *Node) makeRunDir() (string, error) {
+	run := filepath.Join(n.Dir, "run")
+	longest := 0
+	for _, s := range sockets {
+		longest = max(longest, len(s))
+	}
+	if len(run)+1+longest <= endpoint.MaxPathLen {
+		return run, os.MkdirAll(filepath.Join(run, "csi"), 0o755)
+	}
+	short, err := endpoint.MkdirTemp("plugsim-run-", longest)
+	if err != nil {
+		return "", fmt.Errorf("%s is too long for the sockets under it: %w", run, err)
+	}
+	n.shortRun = short
+	if err := os.Mkdir(filepath.Join(short, "csi"), 0o755); err != nil {
+		return "", err
+	}
+	// A link left by an earlier node in DIR, or an empty directory, gives way; anything else is
+	// not ours to delete.
+	if err := os.Remove(run); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("%s is too long for a unix socket under it (the limit is %d bytes), and it cannot be replaced by a link to a short directory: %w", run, endpoint.MaxPathLen, err)
+	}
+	if err := os.Symlink(short, run); err != nil {
+		return "", err
+	}
+	return short, nil
 }
 
 // installPlugins links the plugin binaries into the CNI bin dir, the way a CNI installer fills
@@ -402,6 +449,12 @@ func (n *Node) Close() error {
 		}
 		if n.CSI != nil {
 			errs = append(errs, n.CSI.Close())
+		}
+		if n.shortRun != "" {
+			os.RemoveAll(n.shortRun)
+			if to, err := os.Readlink(filepath.Join(n.Dir, "run")); err == nil && to == n.shortRun {
+				os.Remove(filepath.Join(n.Dir, "run"))
+			}
 		}
 		if n.tmp != "" {
 			os.RemoveAll(n.tmp)
