@@ -34,7 +34,7 @@ func TestEnsureImageRetriesAnUnavailableRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	id, err := EnsureImage(ctx, node.Images, "busybox", 5, time.Millisecond)
+	id, err := EnsureImage(ctx, node.ImageClient, "busybox", 5, time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestEnsureImageRetriesAnUnavailableRegistry(t *testing.T) {
 
 	// Present now: one ImageStatus, no pull.
 	node.CRI.Recorder().Reset()
-	if _, err := EnsureImage(ctx, node.Images, "busybox", 5, time.Millisecond); err != nil {
+	if _, err := EnsureImage(ctx, node.ImageClient, "busybox", 5, time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if got := calls(node.CRI.Recorder().Events(), trace.CRI); !slices.Equal(got, []string{"ImageStatus:OK"}) {
@@ -59,7 +59,7 @@ func TestEnsureImageRetriesAnUnavailableRegistry(t *testing.T) {
 // A registry miss is not retried: NotFound is final.
 func TestEnsureImageGivesUpOnAMissingImage(t *testing.T) {
 	node := wiring.Start(t, wiring.Options{CNI: "off", NoCSI: true})
-	_, err := EnsureImage(context.Background(), node.Images, "example.com/nope:1", 5, time.Millisecond)
+	_, err := EnsureImage(context.Background(), node.ImageClient, "example.com/nope:1", 5, time.Millisecond)
 	if status.Code(errorsCause(err)) != codes.NotFound {
 		t.Fatalf("error %v, want NotFound", err)
 	}
@@ -83,18 +83,18 @@ func errorsCause(err error) error {
 func TestRunningContainersPerPod(t *testing.T) {
 	node := wiring.Start(t, wiring.Options{CNI: "off", NoCSI: true})
 	ctx := context.Background()
-	img, err := node.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "busybox"}})
+	img, err := node.ImageClient.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "busybox"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := func(pod string, n, stop int) {
 		cfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: pod, Namespace: "default", Uid: pod}}
-		sb, err := node.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+		sb, err := node.RuntimeClient.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < n; i++ {
-			c, err := node.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+			c, err := node.RuntimeClient.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
 				PodSandboxId: sb.PodSandboxId, SandboxConfig: cfg,
 				Config: &runtimeapi.ContainerConfig{
 					Metadata: &runtimeapi.ContainerMetadata{Name: string(rune('a' + i))},
@@ -105,11 +105,11 @@ func TestRunningContainersPerPod(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := node.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
+			if _, err := node.RuntimeClient.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
 				t.Fatal(err)
 			}
 			if i < stop {
-				if _, err := node.Runtime.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c.ContainerId}); err != nil {
+				if _, err := node.RuntimeClient.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c.ContainerId}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -118,7 +118,7 @@ func TestRunningContainersPerPod(t *testing.T) {
 	start("pod-a", 3, 1) // two still running
 	start("pod-b", 1, 0)
 	node.CRI.Recorder().Reset()
-	got, err := RunningContainers(ctx, node.Runtime)
+	got, err := RunningContainers(ctx, node.RuntimeClient)
 	if err != nil {
 		t.Fatal(err)
 	}

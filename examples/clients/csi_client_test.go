@@ -20,7 +20,7 @@ func TestProvisionRetriesATimeoutIdempotently(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	vol, err := Provision(ctx, node.Controller, "pvc-1234", 1<<30, 3)
+	vol, err := Provision(ctx, node.ControllerClient, "pvc-1234", 1<<30, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,14 +30,14 @@ func TestProvisionRetriesATimeoutIdempotently(t *testing.T) {
 	if got := calls(node.CSI.Recorder().Events(), trace.CSI); !slices.Equal(got, []string{"CreateVolume:DeadlineExceeded", "CreateVolume:OK"}) {
 		t.Errorf("calls %v", got)
 	}
-	again, err := Provision(ctx, node.Controller, "pvc-1234", 1<<30, 3)
+	again, err := Provision(ctx, node.ControllerClient, "pvc-1234", 1<<30, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again.VolumeId != vol.VolumeId {
 		t.Errorf("the same claim got volume %s, then %s", vol.VolumeId, again.VolumeId)
 	}
-	list, err := node.Controller.ListVolumes(ctx, &csi.ListVolumesRequest{})
+	list, err := node.ControllerClient.ListVolumes(ctx, &csi.ListVolumesRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestProvisionRetriesATimeoutIdempotently(t *testing.T) {
 func TestProvisionStopsOnAFinalError(t *testing.T) {
 	node := wiring.Start(t, wiring.Options{CNI: "off"})
 	node.CSI.Faults().Add(faults.Rule{Method: "CreateVolume", Match: map[string]string{"name": "pvc-bad*"}, Code: "InvalidArgument", Message: "unsupported parameter"})
-	if _, err := Provision(context.Background(), node.Controller, "pvc-bad", 1<<30, 3); err == nil {
+	if _, err := Provision(context.Background(), node.ControllerClient, "pvc-bad", 1<<30, 3); err == nil {
 		t.Fatal("Provision succeeded")
 	}
 	if got := calls(node.CSI.Recorder().Events(), trace.CSI); !slices.Equal(got, []string{"CreateVolume:InvalidArgument"}) {

@@ -35,13 +35,13 @@ func checkNode(t *testing.T, n *Node, wantLink bool) {
 			t.Errorf("endpoint %s is %d bytes", ep, len(p))
 		}
 	}
-	if _, err := n.Runtime.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
+	if _, err := n.RuntimeClient.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
 		t.Errorf("CRI: %v", err)
 	}
-	if _, err := n.Identity.Probe(ctx, &csi.ProbeRequest{}); err != nil {
+	if _, err := n.IdentityClient.Probe(ctx, &csi.ProbeRequest{}); err != nil {
 		t.Errorf("CSI node plugin: %v", err)
 	}
-	if _, err := n.Controller.ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{}); err != nil {
+	if _, err := n.ControllerClient.ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{}); err != nil {
 		t.Errorf("CSI controller plugin: %v", err)
 	}
 	for _, ep := range []string{n.CRIAdmin, n.CSIAdmin} {

@@ -97,6 +97,8 @@ type Node struct {
 	CNILog     string
 	KubeletDir string
 
+	// CRI and CSI are the fakes themselves: their fault rules (Faults), recorded calls
+	// (Recorder) and services (CRI.Runtime(), CRI.Images(), CSI.Driver()). CSI is nil with NoCSI.
 	CRI *criserver.Server
 	CSI *csiserver.Server
 
@@ -114,11 +116,14 @@ type Node struct {
 	CSIConn           *grpc.ClientConn
 	CSIControllerConn *grpc.ClientConn
 
-	Runtime    runtimeapi.RuntimeServiceClient
-	Images     runtimeapi.ImageServiceClient
-	Identity   csi.IdentityClient
-	Controller csi.ControllerClient
-	NodeClient csi.NodeClient
+	// The gRPC clients of the fakes' services, named for the service and ending in Client so that
+	// node.RuntimeClient (a client, what the code under test uses) does not read like
+	// node.CRI.Runtime() (cri-fake's runtime service itself).
+	RuntimeClient    runtimeapi.RuntimeServiceClient
+	ImageClient      runtimeapi.ImageServiceClient
+	IdentityClient   csi.IdentityClient
+	ControllerClient csi.ControllerClient // on the controller plugin's socket
+	NodeClient       csi.NodeClient
 
 	opts      Options
 	tmp       string
@@ -247,8 +252,8 @@ func StartNode(o Options) (_ *Node, retErr error) {
 	if n.CRIConn, err = call.Dial(n.CRIEndpoint); err != nil {
 		return nil, err
 	}
-	n.Runtime = runtimeapi.NewRuntimeServiceClient(n.CRIConn)
-	n.Images = runtimeapi.NewImageServiceClient(n.CRIConn)
+	n.RuntimeClient = runtimeapi.NewRuntimeServiceClient(n.CRIConn)
+	n.ImageClient = runtimeapi.NewImageServiceClient(n.CRIConn)
 
 	if !o.NoCSI {
 		c := o.CSI
@@ -290,8 +295,8 @@ func StartNode(o Options) (_ *Node, retErr error) {
 				return nil, err
 			}
 		}
-		n.Identity = csi.NewIdentityClient(n.CSIConn)
-		n.Controller = csi.NewControllerClient(n.CSIControllerConn)
+		n.IdentityClient = csi.NewIdentityClient(n.CSIConn)
+		n.ControllerClient = csi.NewControllerClient(n.CSIControllerConn)
 		n.NodeClient = csi.NewNodeClient(n.CSIConn)
 	}
 	if err := WriteCrictlConfig(filepath.Join(dir, "crictl.yaml"), n.CRIEndpoint); err != nil {
