@@ -6,25 +6,19 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/plugsim/plugsim/cri-fake/images"
+	criserver "github.com/plugsim/plugsim/cri-fake/server"
+	"github.com/plugsim/plugsim/harness/admin"
 	"github.com/plugsim/plugsim/harness/faults"
 	"github.com/plugsim/plugsim/harness/trace"
 	"github.com/plugsim/plugsim/harness/wiring"
 )
-
-// calls lists method:code of the recorded events of one interface.
-func calls(evs []trace.Event, iface string) []string {
-	var out []string
-	for _, ev := range evs {
-		if ev.Interface == iface {
-			out = append(out, ev.Method+":"+ev.Code)
-		}
-	}
-	return out
-}
 
 // A registry that fails twice: EnsureImage must retry and then succeed, and must not pull when
 // the image is already there.
@@ -60,21 +54,70 @@ func TestEnsureImageRetriesAnUnavailableRegistry(t *testing.T) {
 func TestEnsureImageGivesUpOnAMissingImage(t *testing.T) {
 	node := wiring.Start(t, wiring.Options{CNI: "off", NoCSI: true})
 	_, err := EnsureImage(context.Background(), node.ImageClient, "example.com/nope:1", 5, time.Millisecond)
-	if status.Code(errorsCause(err)) != codes.NotFound {
+	if status.Code(err) != codes.NotFound {
 		t.Fatalf("error %v, want NotFound", err)
 	}
-	if n := len(calls(node.CRI.Recorder().Events(), trace.CRI)); n != 2 {
-		t.Errorf("%d calls, want ImageStatus and one PullImage", n)
+	if got := calls(node.CRI.Recorder().Events(), trace.CRI); !slices.Equal(got, []string{"ImageStatus:OK", "PullImage:NotFound"}) {
+		t.Errorf("calls %v, want ImageStatus and one PullImage", got)
 	}
 }
 
-func errorsCause(err error) error {
-	for {
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
-			return err
-		}
-		err = u.Unwrap()
+// A pull slower than the caller's deadline: cri-fake serves an image whose catalog entry takes a
+// minute to pull, the caller gives up after 300 ms, and both the caller and the trace say
+// DeadlineExceeded. This uses cri-fake's own server.Start, with an image catalog built in Go.
+func TestEnsureImageGivesUpWhenThePullOutlastsTheDeadline(t *testing.T) {
+	cat, err := images.NewCatalog(images.DefaultPullLatency, append(images.Builtin(),
+		images.CatalogImage{Repositories: []string{"registry.example.com/big"}, Tags: []string{"1.0"}, PullLatency: "1m"})...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := criserver.Start(criserver.Options{Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	conn, err := grpc.NewClient(srv.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	events, unsubscribe := srv.Recorder().Subscribe(16)
+	t.Cleanup(unsubscribe)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = EnsureImage(ctx, runtimeapi.NewImageServiceClient(conn), "registry.example.com/big:1.0", 3, time.Millisecond)
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("error %v, want DeadlineExceeded", err)
+	}
+	if ev := nextEvent(t, events, "PullImage"); ev.Code != "DeadlineExceeded" {
+		t.Errorf("PullImage traced as %s %q, want DeadlineExceeded", ev.Code, ev.Error)
+	}
+}
+
+// Fault rules and the trace through the admin socket, as a test that drives a fake in another
+// process (`harness up`, a fake started by a CI job) would use them.
+func TestEnsureImageThroughTheAdminSocket(t *testing.T) {
+	node := wiring.Start(t, wiring.Options{CNI: "off", NoCSI: true, Admin: true})
+	adm, err := admin.NewClient(node.CRIAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.AddFaults(faults.Rule{Method: "PullImage", Match: map[string]string{"image.image": "*busybox*"}, Code: "Unavailable", Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureImage(context.Background(), node.ImageClient, "busybox", 3, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := adm.Trace(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := calls(evs, trace.CRI); !slices.Equal(got, []string{"ImageStatus:OK", "PullImage:Unavailable", "PullImage:OK"}) {
+		t.Errorf("admin trace %v", got)
+	}
+	if err := adm.ClearFaults(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -99,7 +142,10 @@ func TestRunningContainersPerPod(t *testing.T) {
 				Config: &runtimeapi.ContainerConfig{
 					Metadata: &runtimeapi.ContainerMetadata{Name: string(rune('a' + i))},
 					Image:    &runtimeapi.ImageSpec{Image: img.ImageRef},
-					Labels:   map[string]string{"io.kubernetes.pod.uid": pod},
+					// busybox's own command is sh, which, like Docker's, exits at once without
+					// a stdin: give the container something to run.
+					Command: []string{"sleep", "3600"},
+					Labels:  map[string]string{"io.kubernetes.pod.uid": pod},
 				},
 			})
 			if err != nil {
