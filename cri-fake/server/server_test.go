@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -375,5 +376,50 @@ func TestExampleFaultsFile(t *testing.T) {
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: "flaky-1", Namespace: "default", Uid: "u"}}})
 	if status.Code(err) != codes.Unknown || !strings.Contains(err.Error(), "no IP addresses available") {
 		t.Fatalf("cni-failure rule: %v", err)
+	}
+}
+
+// The streaming server is built on first use: its port answers before any Exec (an unknown
+// session is 404, as cri-streaming has it), and Exec hands out a URL on that port whose session
+// the server knows (a request that does not upgrade the connection is refused, not 404).
+func TestStreamingServerBuiltOnFirstUse(t *testing.T) {
+	ctx := context.Background()
+	s, c := start(t, Options{})
+	get := func(url string) int {
+		t.Helper()
+		resp, err := http.Post(url, "text/plain", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(s.StreamingURL() + "/exec/nope"); code != http.StatusNotFound {
+		t.Fatalf("unknown session: HTTP %d, want 404", code)
+	}
+	if _, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "busybox"}}); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: podConfig("p")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctr, err := c.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod.PodSandboxId, Config: &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox"}, Command: []string{"sleep", "3600"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := c.rt.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: ctr.ContainerId, Cmd: []string{"true"}, Stdout: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(ex.Url, s.StreamingURL()+"/exec/") {
+		t.Fatalf("exec URL %s is not on %s", ex.Url, s.StreamingURL())
+	}
+	if code := get(ex.Url); code == http.StatusNotFound || code/100 == 2 {
+		t.Fatalf("exec session without an upgrade: HTTP %d, want it refused", code)
 	}
 }
