@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -323,7 +325,9 @@ func BenchmarkStartUp(b *testing.B) {
 			if err := f.Start(ep); err != nil {
 				b.Fatal(err)
 			}
-			return ep, f.Stop
+			// Start renames the socket into place, so closing the listener does not remove
+			// it: the test that started the fake has to.
+			return ep, func() { f.Stop(); os.Remove(strings.TrimPrefix(ep, "unix://")) }
 		}},
 	}
 	ctx := context.Background()
