@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -38,6 +39,9 @@ func (s *Service) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 		return nil, fail(codes.FailedPrecondition, "sandbox container "+sb.ID+" is not running")
 	}
 	img, _ := s.images.Store().Get(c.ImageID)
+	// Stamped before the launch: a process may run to its end before Start returns (printf does,
+	// under load), and its exit time must not come before its start.
+	startedAt := s.now().UnixNano()
 	p, err := s.launcher.Start(ctx, ProcessSpec{
 		ContainerID: c.ID, SandboxID: sb.ID, Config: c.Config, SandboxConfig: sb.Config, Image: img,
 		LogPath: c.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs,
@@ -46,7 +50,7 @@ func (s *Service) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 	if err != nil {
 		return nil, fail(codes.Unknown, "failed to start containerd task "+c.ID+": "+err.Error())
 	}
-	c.SetRunning(s.now().UnixNano(), p)
+	c.SetRunning(startedAt, p)
 	s.persistContainer(c)
 	s.emit(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, sb, c)
 	s.watch(sb, c, p)
@@ -87,6 +91,11 @@ func (s *Service) recordExit(sb *store.Sandbox, c *store.Container, p Process) {
 	at := e.At
 	if at.IsZero() {
 		at = s.now()
+	}
+	// A launcher's clock may differ from the runtime's: a container never finishes before it
+	// started (StartedAt is set before the process is watched).
+	if started := c.Status().StartedAt; at.UnixNano() < started {
+		at = time.Unix(0, started)
 	}
 	reason := e.Reason
 	if reason == "" {

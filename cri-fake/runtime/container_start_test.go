@@ -109,3 +109,45 @@ func TestContainerExitsOnItsOwn(t *testing.T) {
 		}
 	}
 }
+
+// quickLauncher's processes end before Start returns, as a simulated printf can on a busy
+// machine: Start returns only once the clock has moved past the exit time.
+type quickLauncher struct{ exitAt time.Duration }
+
+func (l quickLauncher) Start(context.Context, ProcessSpec) (Process, error) {
+	at := time.Now().Add(l.exitAt)
+	for !time.Now().After(at) {
+	}
+	p := &exitingProcess{done: make(chan struct{}), exit: Exit{At: at}}
+	close(p.done)
+	return p, nil
+}
+
+// A container is never recorded as finishing before it started: not when its process ended
+// before the launcher returned, and not when the launcher's clock puts the exit before the start.
+func TestContainerFinishesNoEarlierThanItStarted(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		exitAt time.Duration
+	}{
+		{"exit during Start", 0},
+		{"exit stamped before Start", -time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newService(t, func(o *Options) { o.Launcher = quickLauncher{exitAt: tc.exitAt} })
+			pod := runPod(t, s, "p")
+			id := createContainer(t, s, pod, "c")
+			startContainer(t, s, id)
+			c, _ := s.containers.Get(id)
+			select {
+			case <-c.Exited():
+			case <-time.After(10 * time.Second):
+				t.Fatal("container did not exit")
+			}
+			st := containerState(t, s, id)
+			if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.StartedAt == 0 || st.FinishedAt < st.StartedAt {
+				t.Fatalf("%v started %d finished %d: finished before it started", st.State, st.StartedAt, st.FinishedAt)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/plugsim/plugsim/cri-fake/images"
 	"github.com/plugsim/plugsim/harness/admin"
 	"github.com/plugsim/plugsim/harness/faults"
 	"github.com/plugsim/plugsim/harness/trace"
@@ -152,14 +154,48 @@ func TestAdminSocket(t *testing.T) {
 	}
 }
 
-func TestFaultDelayHonoursDeadline(t *testing.T) {
-	s, c := start(t, Options{})
+// A call cut by the client's deadline, in an injected delay or in a slow image pull, is
+// DeadlineExceeded for the client and in the trace, every time: grpc-go's server context is mostly
+// canceled by the client's RST_STREAM before its own deadline fires (see trace.cutByDeadline),
+// which the trace used to record as Canceled in 8 of 10 calls.
+func TestDeadlineCutCallsAreDeadlineExceeded(t *testing.T) {
+	slow, err := images.NewCatalog(images.DefaultPullLatency, images.CatalogImage{Repositories: []string{"example.com/slow"}, Tags: []string{"1"}, PullLatency: "1m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, c := start(t, Options{Catalog: slow})
 	s.Faults().Add(faults.Rule{Method: "Status", Delay: faults.Duration(time.Minute)})
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	_, err := c.rt.Status(ctx, &runtimeapi.StatusRequest{})
-	if status.Code(err) != codes.DeadlineExceeded {
-		t.Fatalf("got %v", err)
+	events, unsubscribe := s.Recorder().Subscribe(4)
+	t.Cleanup(unsubscribe)
+	for _, tc := range []struct {
+		method string
+		call   func(context.Context) error
+	}{
+		{"Status", func(ctx context.Context) error { _, err := c.rt.Status(ctx, &runtimeapi.StatusRequest{}); return err }},
+		{"PullImage", func(ctx context.Context) error {
+			_, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "example.com/slow:1"}})
+			return err
+		}},
+	} {
+		for i := range 20 {
+			// 300 ms: short enough for 20 runs in a row, long enough that the call reaches the
+			// handler on a busy machine (grpc-go refuses one whose deadline passed on the way,
+			// before any interceptor, and nothing is traced).
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			err := tc.call(ctx)
+			cancel()
+			if status.Code(err) != codes.DeadlineExceeded {
+				t.Fatalf("%s run %d: the client got %v, want DeadlineExceeded", tc.method, i, err)
+			}
+			select {
+			case ev := <-events:
+				if ev.Method != tc.method || ev.Code != "DeadlineExceeded" {
+					t.Errorf("%s run %d: traced %s %s %q, want DeadlineExceeded", tc.method, i, ev.Method, ev.Code, ev.Error)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s run %d: nothing traced in 30s", tc.method, i)
+			}
+		}
 	}
 }
 
@@ -354,5 +390,50 @@ func TestExampleFaultsFile(t *testing.T) {
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: "flaky-1", Namespace: "default", Uid: "u"}}})
 	if status.Code(err) != codes.Unknown || !strings.Contains(err.Error(), "no IP addresses available") {
 		t.Fatalf("cni-failure rule: %v", err)
+	}
+}
+
+// The streaming server is built on first use: its port answers before any Exec (an unknown
+// session is 404, as cri-streaming has it), and Exec hands out a URL on that port whose session
+// the server knows (a request that does not upgrade the connection is refused, not 404).
+func TestStreamingServerBuiltOnFirstUse(t *testing.T) {
+	ctx := context.Background()
+	s, c := start(t, Options{})
+	get := func(url string) int {
+		t.Helper()
+		resp, err := http.Post(url, "text/plain", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(s.StreamingURL() + "/exec/nope"); code != http.StatusNotFound {
+		t.Fatalf("unknown session: HTTP %d, want 404", code)
+	}
+	if _, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "busybox"}}); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: podConfig("p")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctr, err := c.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod.PodSandboxId, Config: &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox"}, Command: []string{"sleep", "3600"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := c.rt.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: ctr.ContainerId, Cmd: []string{"true"}, Stdout: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(ex.Url, s.StreamingURL()+"/exec/") {
+		t.Fatalf("exec URL %s is not on %s", ex.Url, s.StreamingURL())
+	}
+	if code := get(ex.Url); code == http.StatusNotFound || code/100 == 2 {
+		t.Fatalf("exec session without an upgrade: HTTP %d, want it refused", code)
 	}
 }

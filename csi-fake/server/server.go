@@ -133,7 +133,7 @@ func Start(opts Options) (_ *Server, retErr error) {
 		opts.NodeID = h
 	}
 	if opts.Endpoint == "" {
-		dir, err := os.MkdirTemp("", "csi-fake-")
+		dir, err := endpoint.MkdirTemp("csi-fake-", len("csi.sock"))
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,11 @@
-// Package clients holds two small CRI and CSI clients, of the kind a test author writes (a node
-// agent, a CSI sidecar), and tests that show how to unit-test such clients with plugsim: start
-// the fakes in-process with wiring.Start, make the next calls fail with a fault rule, run the
-// client, and assert on the calls the fake recorded.
+// Package clients holds three small CRI and CSI clients, of the kind a test author writes (an
+// image manager, a monitoring agent, a CSI provisioner), and tests that show how to unit-test such
+// clients with plugsim: start the fakes in-process, make the next calls fail or slow down with a
+// fault rule, run the client, and assert on the calls the fake recorded.
+//
+// It is a Go module of its own that requires plugsim through a replace directive only, as a test
+// author's module would: what it uses is plugsim's public API, and `make test` proves it compiles
+// and passes from outside.
 package clients
 
 import (
@@ -60,9 +64,10 @@ func RunningContainers(ctx context.Context, rt runtimeapi.RuntimeServiceClient) 
 }
 
 // Provision creates a volume the way the external-provisioner does: CreateVolume with the
-// PVC-derived name, and on a timeout (DeadlineExceeded) or Unavailable the same call again, relying
-// on CreateVolume being idempotent for the same name and parameters (CSI spec).
-func Provision(ctx context.Context, ctrl csi.ControllerClient, name string, size int64, attempts int) (*csi.Volume, error) {
+// PVC-derived name, each attempt bounded by timeout (the provisioner's --timeout), and on a timeout
+// (DeadlineExceeded) or Unavailable the same call again, relying on CreateVolume being idempotent
+// for the same name and parameters (CSI spec).
+func Provision(ctx context.Context, ctrl csi.ControllerClient, name string, size int64, attempts int, timeout time.Duration) (*csi.Volume, error) {
 	req := &csi.CreateVolumeRequest{
 		Name:          name,
 		CapacityRange: &csi.CapacityRange{RequiredBytes: size},
@@ -72,7 +77,7 @@ func Provision(ctx context.Context, ctrl csi.ControllerClient, name string, size
 		}},
 	}
 	for i := 1; ; i++ {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, timeout)
 		resp, err := ctrl.CreateVolume(cctx, req)
 		cancel()
 		if err == nil {

@@ -33,19 +33,19 @@ func TestStartWithFixtures(t *testing.T) {
 	if len(adds) != 1 || adds[0] != "shop/web" {
 		t.Errorf("CNI ADDs for %v, want one, for the READY pod that is not host-network", adds)
 	}
-	pods, err := n.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	pods, err := n.RuntimeClient.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil || len(pods.Items) != 3 {
 		t.Fatalf("ListPodSandbox: %v %v", pods, err)
 	}
-	st, err := n.Runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: "web-7c9f"})
+	st, err := n.RuntimeClient.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: "web-7c9f"})
 	if err != nil || st.Status.Network.GetIp() == "" {
 		t.Fatalf("the READY pod has no address from the CNI chain: %v %v", st, err)
 	}
-	ctrs, err := n.Runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	ctrs, err := n.RuntimeClient.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
 	if err != nil || len(ctrs.Containers) != 5 {
 		t.Fatalf("ListContainers: %v %v", ctrs, err)
 	}
-	vols, err := n.Controller.ListVolumes(ctx, &csi.ListVolumesRequest{})
+	vols, err := n.ControllerClient.ListVolumes(ctx, &csi.ListVolumesRequest{})
 	if err != nil || len(vols.Entries) != 3 || vols.Entries[0].Status.PublishedNodeIds[0] != "plugsim-node" {
 		t.Fatalf("ListVolumes: %v %v", vols, err)
 	}

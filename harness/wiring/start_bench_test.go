@@ -26,7 +26,7 @@ func BenchmarkStart(b *testing.B) {
 				t0 := time.Now()
 				n := Start(b, o)
 				t1 := time.Now()
-				if _, err := n.Runtime.RunPodSandbox(context.Background(), &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+				if _, err := n.RuntimeClient.RunPodSandbox(context.Background(), &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
 					Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "u1"},
 				}}); err != nil {
 					b.Fatal(err)

@@ -13,6 +13,11 @@
 //	DIR/var/lib/kubelet/         where the kubelet's staging and target paths go
 //	DIR/crictl.yaml              crictl --config DIR/crictl.yaml ps
 //
+// A unix socket's path is at most 107 bytes (sun_path). When DIR is too long for the longest of
+// them (DIR/run/csi/controller.sock: a long $TMPDIR, a long test name in t.TempDir()), DIR/run is
+// a symlink to a short directory made under $TMPDIR, or /tmp when $TMPDIR is long too, and the
+// endpoints name the sockets there (Node.RunDir); Close removes both.
+//
 // Start does it in-process for a Go test; the harness command does it for `harness up` and for
 // every scenario `harness run` executes. By default cri-fake runs cni-fake's plugin code in its
 // own process (cni-fake/inprocess), so a test builds and installs nothing; ExecCNI execs the
@@ -44,6 +49,7 @@ import (
 	"github.com/plugsim/plugsim/harness/fixtures"
 	"github.com/plugsim/plugsim/harness/scenario"
 	"github.com/plugsim/plugsim/harness/trace"
+	"github.com/plugsim/plugsim/internal/endpoint"
 )
 
 // Options choose what the node looks like.
@@ -92,9 +98,16 @@ type CSIOptions struct {
 	NoAttach      bool
 }
 
+// sockets are the sockets a node serves, relative to its run directory; the longest decides
+// whether DIR/run can hold them (see the package doc).
+var sockets = []string{"cri.sock", "cri-admin.sock", "csi-admin.sock", "csi/csi.sock", "csi/controller.sock"}
+
 // Node is a running set of fakes with clients connected to them.
 type Node struct {
-	Dir        string
+	Dir string
+	// RunDir holds the sockets: DIR/run, or the short directory DIR/run links to when DIR is too
+	// long for a socket path (see the package doc).
+	RunDir     string
 	CNIConfDir string
 	CNIBinDir  string
 	CNILog     string
@@ -103,6 +116,8 @@ type Node struct {
 	// call (change them with CNIFaults).
 	CNIFaultsFile string
 
+	// CRI and CSI are the fakes themselves: their fault rules (Faults), recorded calls
+	// (Recorder) and services (CRI.Runtime(), CRI.Images(), CSI.Driver()). CSI is nil with NoCSI.
 	CRI *criserver.Server
 	CSI *csiserver.Server
 
@@ -120,15 +135,19 @@ type Node struct {
 	CSIConn           *grpc.ClientConn
 	CSIControllerConn *grpc.ClientConn
 
-	Runtime    runtimeapi.RuntimeServiceClient
-	Images     runtimeapi.ImageServiceClient
-	Identity   csi.IdentityClient
-	Controller csi.ControllerClient
-	NodeClient csi.NodeClient
+	// The gRPC clients of the fakes' services, named for the service and ending in Client so that
+	// node.RuntimeClient (a client, what the code under test uses) does not read like
+	// node.CRI.Runtime() (cri-fake's runtime service itself).
+	RuntimeClient    runtimeapi.RuntimeServiceClient
+	ImageClient      runtimeapi.ImageServiceClient
+	IdentityClient   csi.IdentityClient
+	ControllerClient csi.ControllerClient // on the controller plugin's socket
+	NodeClient       csi.NodeClient
 
 	opts      Options
 	cniExec   invoke.Exec // nil: libcni execs every plugin
 	tmp       string
+	shortRun  string // the short directory DIR/run links to, or ""
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -210,10 +229,13 @@ func StartNode(o Options) (_ *Node, retErr error) {
 	n.CNILog = filepath.Join(dir, "var/log/plugsim/cni.jsonl")
 	n.KubeletDir = filepath.Join(dir, "var/lib/kubelet")
 	n.CNIFaultsFile = filepath.Join(dir, "etc/cni/faults.json")
-	for _, d := range []string{n.CNIConfDir, n.CNIBinDir, filepath.Dir(n.CNILog), n.KubeletDir, filepath.Join(dir, "run/csi")} {
+	for _, d := range []string{n.CNIConfDir, n.CNIBinDir, filepath.Dir(n.CNILog), n.KubeletDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
+	}
+	if n.RunDir, err = n.makeRunDir(); err != nil {
+		return nil, err
 	}
 	if o.CNI != "off" {
 		if err := n.installPlugins(o); err != nil {
@@ -231,12 +253,12 @@ func StartNode(o Options) (_ *Node, retErr error) {
 
 	n.Portmap = o.Portmap && o.CNI == "default"
 	if o.Admin {
-		n.CRIAdmin = "unix://" + filepath.Join(dir, "run/cri-admin.sock")
+		n.CRIAdmin = "unix://" + filepath.Join(n.RunDir, "cri-admin.sock")
 		if !o.NoCSI {
-			n.CSIAdmin = "unix://" + filepath.Join(dir, "run/csi-admin.sock")
+			n.CSIAdmin = "unix://" + filepath.Join(n.RunDir, "csi-admin.sock")
 		}
 	}
-	n.CRIEndpoint = "unix://" + filepath.Join(dir, "run/cri.sock")
+	n.CRIEndpoint = "unix://" + filepath.Join(n.RunDir, "cri.sock")
 	confDir := n.CNIConfDir
 	if o.CNI == "off" {
 		confDir = ""
@@ -270,15 +292,15 @@ func StartNode(o Options) (_ *Node, retErr error) {
 	if n.CRIConn, err = call.Dial(n.CRIEndpoint); err != nil {
 		return nil, err
 	}
-	n.Runtime = runtimeapi.NewRuntimeServiceClient(n.CRIConn)
-	n.Images = runtimeapi.NewImageServiceClient(n.CRIConn)
+	n.RuntimeClient = runtimeapi.NewRuntimeServiceClient(n.CRIConn)
+	n.ImageClient = runtimeapi.NewImageServiceClient(n.CRIConn)
 
 	if !o.NoCSI {
 		c := o.CSI
 		if c.NodeID == "" {
 			c.NodeID = "plugsim-node"
 		}
-		n.CSIEndpoint = "unix://" + filepath.Join(dir, "run/csi/csi.sock")
+		n.CSIEndpoint = "unix://" + filepath.Join(n.RunDir, "csi/csi.sock")
 		var rec *trace.Recorder
 		if o.TraceCapacity != 0 {
 			if rec, err = trace.New(trace.Options{Capacity: o.TraceCapacity}); err != nil {
@@ -299,7 +321,7 @@ func StartNode(o Options) (_ *Node, retErr error) {
 			Fixtures:      csiFixtures,
 		}
 		if !c.EphemeralOnly {
-			n.CSIControllerEndpoint = "unix://" + filepath.Join(dir, "run/csi/controller.sock")
+			n.CSIControllerEndpoint = "unix://" + filepath.Join(n.RunDir, "csi/controller.sock")
 			copts.ControllerEndpoint = n.CSIControllerEndpoint
 		}
 		if n.CSI, err = csiserver.Start(copts); err != nil {
@@ -314,14 +336,44 @@ func StartNode(o Options) (_ *Node, retErr error) {
 				return nil, err
 			}
 		}
-		n.Identity = csi.NewIdentityClient(n.CSIConn)
-		n.Controller = csi.NewControllerClient(n.CSIControllerConn)
+		n.IdentityClient = csi.NewIdentityClient(n.CSIConn)
+		n.ControllerClient = csi.NewControllerClient(n.CSIControllerConn)
 		n.NodeClient = csi.NewNodeClient(n.CSIConn)
 	}
 	if err := WriteCrictlConfig(filepath.Join(dir, "crictl.yaml"), n.CRIEndpoint); err != nil {
 		return nil, err
 	}
 	return n, nil
+}
+
+// makeRunDir makes the directory the sockets go in: DIR/run, or, when the longest socket under it
+// would not fit a socket path, a short directory that DIR/run links to.
+func (n *Node) makeRunDir() (string, error) {
+	run := filepath.Join(n.Dir, "run")
+	longest := 0
+	for _, s := range sockets {
+		longest = max(longest, len(s))
+	}
+	if len(run)+1+longest <= endpoint.MaxPathLen {
+		return run, os.MkdirAll(filepath.Join(run, "csi"), 0o755)
+	}
+	short, err := endpoint.MkdirTemp("plugsim-run-", longest)
+	if err != nil {
+		return "", fmt.Errorf("%s is too long for the sockets under it: %w", run, err)
+	}
+	n.shortRun = short
+	if err := os.Mkdir(filepath.Join(short, "csi"), 0o755); err != nil {
+		return "", err
+	}
+	// A link left by an earlier node in DIR, or an empty directory, gives way; anything else is
+	// not ours to delete.
+	if err := os.Remove(run); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("%s is too long for a unix socket under it (the limit is %d bytes), and it cannot be replaced by a link to a short directory: %w", run, endpoint.MaxPathLen, err)
+	}
+	if err := os.Symlink(short, run); err != nil {
+		return "", err
+	}
+	return short, nil
 }
 
 // installPlugins links the plugin binaries that are exec'd into the CNI bin dir, the way a CNI
@@ -455,6 +507,12 @@ func (n *Node) Close() error {
 		}
 		if n.CSI != nil {
 			errs = append(errs, n.CSI.Close())
+		}
+		if n.shortRun != "" {
+			os.RemoveAll(n.shortRun)
+			if to, err := os.Readlink(filepath.Join(n.Dir, "run")); err == nil && to == n.shortRun {
+				os.Remove(filepath.Join(n.Dir, "run"))
+			}
 		}
 		if n.tmp != "" {
 			os.RemoveAll(n.tmp)

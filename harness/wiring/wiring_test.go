@@ -195,7 +195,7 @@ func TestCNIFaultFailsTheThirdPod(t *testing.T) {
 			}
 			ctx := context.Background()
 			for i := 1; i <= 4; i++ {
-				_, err := n.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+				_, err := n.RuntimeClient.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
 					Metadata: &runtimeapi.PodSandboxMetadata{Name: fmt.Sprintf("web-%d", i), Namespace: "default", Uid: fmt.Sprintf("u%d", i)},
 				}})
 				if i == 3 {

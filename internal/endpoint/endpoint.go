@@ -1,7 +1,8 @@
 // Package endpoint parses the plugin endpoints the fakes serve on ("unix:///run/plugsim/cri.sock")
 // and listens on them the way containerd and the CSI drivers do: the parent directory is created,
 // a stale socket file left by a crashed process is replaced, a live one is not, and the socket is
-// made 0660.
+// made 0660. A socket's path must fit the kernel's sockaddr_un (MaxPathLen bytes); MkdirTemp
+// makes a directory whose sockets do, whatever $TMPDIR is.
 package endpoint
 
 import (
@@ -10,9 +11,24 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
+
+// MaxPathLen is the longest path a unix socket can have: sockaddr_un's sun_path less the NUL that
+// ends it (107 bytes on Linux, unix(7)). A longer path fails bind(2) and connect(2) with EINVAL,
+// which Go reports as "bind: invalid argument" without saying why.
+const MaxPathLen = len(syscall.RawSockaddrUnix{}.Path) - 1
+
+// CheckPath reports a socket path too long to bind or connect to.
+func CheckPath(path string) error {
+	if len(path) > MaxPathLen {
+		return fmt.Errorf("unix socket path %q is %d bytes, the limit is %d: choose a shorter directory", path, len(path), MaxPathLen)
+	}
+	return nil
+}
 
 // Parse returns the socket path of a unix endpoint: "unix:///a/b.sock", "unix://a/b.sock"
 // (relative), or a bare path.
@@ -26,7 +42,29 @@ func Parse(ep string) (string, error) {
 	if ep == "" {
 		return "", errors.New("endpoint is empty: want unix:///path/to.sock")
 	}
+	if err := CheckPath(ep); err != nil {
+		return "", err
+	}
 	return ep, nil
+}
+
+// MkdirTemp creates a new directory for sockets whose names are up to longest bytes (a relative
+// path such as "csi/controller.sock"), named pattern plus a random string as os.MkdirTemp does.
+// It is made in os.TempDir() when such a socket fits under it, otherwise in /tmp: $TMPDIR may be
+// long (a CI runner's work dir, macOS's /var/folders/...), and a socket under it would not bind.
+func MkdirTemp(pattern string, longest int) (string, error) {
+	// os.MkdirTemp appends a random decimal uint32: at most 10 digits.
+	fits := func(base string) bool {
+		return len(base)+1+len(pattern)+len(strconv.FormatUint(1<<32-1, 10))+1+longest <= MaxPathLen
+	}
+	base := os.TempDir()
+	if !fits(base) {
+		base = "/tmp"
+		if !fits(base) {
+			return "", fmt.Errorf("no directory short enough for a socket named %d bytes: the limit of a unix socket path is %d bytes", longest, MaxPathLen)
+		}
+	}
+	return os.MkdirTemp(base, pattern)
 }
 
 // URL returns the unix:// form of a socket path.

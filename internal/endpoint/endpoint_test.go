@@ -1,6 +1,7 @@
 package endpoint
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +17,8 @@ func TestParse(t *testing.T) {
 		{"tcp://127.0.0.1:1", "", "only unix sockets"},
 		{"unix://", "", "empty"},
 		{"", "", "empty"},
+		{"unix:///" + strings.Repeat("a", 106), "/" + strings.Repeat("a", 106), ""},
+		{"unix:///" + strings.Repeat("a", 107), "", `is 108 bytes, the limit is 107`},
 	} {
 		got, err := Parse(tc.in)
 		if tc.err != "" {
@@ -64,5 +67,59 @@ func TestListen(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(file); string(b) != "x" {
 		t.Fatal("regular file was touched")
+	}
+}
+
+// longDir makes a directory whose path is n bytes long (under the test's temp dir, which
+// t.TempDir removes).
+func longDir(t testing.TB, n int) string {
+	t.Helper()
+	dir := t.TempDir()
+	long := filepath.Join(dir, strings.Repeat("d", n-len(dir)-1))
+	if err := os.Mkdir(long, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if len(long) != n {
+		t.Fatalf("made %d bytes", len(long))
+	}
+	return long
+}
+
+func TestTooLongPathIsNamed(t *testing.T) {
+	sock := filepath.Join(longDir(t, 100), "run", "csi", "controller.sock")
+	_, err := Listen(URL(sock))
+	want := fmt.Sprintf("unix socket path %q is %d bytes, the limit is 107", sock, len(sock))
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Listen(%d bytes) err = %v, want %q", len(sock), err, want)
+	}
+}
+
+// MkdirTemp makes room for its sockets whatever $TMPDIR is: under it when they fit, in /tmp when
+// they do not.
+func TestMkdirTemp(t *testing.T) {
+	const name = "csi/controller.sock"
+	short := t.TempDir()
+	for _, tc := range []struct {
+		name, tmpdir, wantBase string
+	}{
+		{"short TMPDIR", short, short},
+		{"100-byte TMPDIR", longDir(t, 100), "/tmp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("TMPDIR", tc.tmpdir)
+			d, err := MkdirTemp("plugsim-", len(name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(d) })
+			if filepath.Dir(d) != tc.wantBase {
+				t.Errorf("made %s, want it in %s", d, tc.wantBase)
+			}
+			l, err := Listen(URL(filepath.Join(d, name)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Close()
+		})
 	}
 }
