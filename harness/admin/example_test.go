@@ -44,6 +44,6 @@ func ExampleClient() {
 	// [registry-outage] <nil>
 	// Unavailable
 	// OK
-	// 1 PullImage Unavailable injected fault registry-outage on /runtime.v1.ImageService/PullImage
+	// 1 PullImage Unavailable injected fault registry-outage on PullImage
 	// 2 PullImage OK
 }
