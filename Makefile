@@ -49,7 +49,7 @@ $(BIN)/kubelet: $(KUBELET)/go.mod $(KUBELET)/go.sum
 		-X k8s.io/component-base/version.gitMinor=37 \
 		-X k8s.io/component-base/version.gitTreeState=clean" k8s.io/kubernetes/cmd/kubelet
 
-sidecars: $(addprefix $(BIN)/,$(SIDECAR_BINS)) $(BIN)/snapshot-crds/.stamp ## build the real CSI sidecars (external-provisioner, -attacher, -resizer, -snapshotter, snapshot-controller) and copy the VolumeSnapshot CRDs
+sidecars: $(addprefix $(BIN)/,$(SIDECAR_BINS)) $(BIN)/snapshot-crds/.stamp ## build the real CSI sidecars (external-provisioner, -attacher, -resizer, -snapshotter, snapshot-controller) and copy the (group) snapshot CRDs
 
 # Each is rebuilt only when the sidecars' module changes. The version goes where their own release
 # builds put it (-X main.version), so --version and the startup log name it.
@@ -59,15 +59,18 @@ $(addprefix $(BIN)/,$(SIDECAR_BINS)): $(SIDECARS)/go.mod $(SIDECARS)/go.sum
 		ver=$$($(GO) list -f '{{.Module.Version}}' $$pkg) && \
 		$(GO) build -o $@ -ldflags "-X main.version=$$ver" $$pkg
 
-# The three VolumeSnapshot v1 CRDs the snapshotter and snapshot-controller need, from the
-# external-snapshotter client module in the module cache (the version the sidecars' module pins),
-# copied into bin/ for the cluster to apply: the repository does not carry a copy of them.
+# The v1 CRDs of external-snapshotter v8: VolumeSnapshot{,Class,Content}, which csi-snapshotter and
+# snapshot-controller need, and VolumeGroupSnapshot{,Class,Content}, which both wait for at start
+# (up to --retry-crd-interval-max, 30 s) while their VolumeGroupSnapshot gate is on (GA, the
+# default) and which let csi-fake's GroupController be reached through them. Copied from the
+# external-snapshotter client module in the module cache (the version the sidecars' module pins)
+# into bin/ for the cluster to apply: the repository carries no copy of them.
 $(BIN)/snapshot-crds/.stamp: $(SIDECARS)/go.mod $(SIDECARS)/go.sum
 	@mkdir -p $(BIN)/snapshot-crds
 	dir=$$(cd $(SIDECARS) && $(GO) mod download -json github.com/kubernetes-csi/external-snapshotter/client/v8 | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p') && \
-		test -n "$$dir" && for k in volumesnapshotclasses volumesnapshotcontents volumesnapshots; do \
-			install -m 0644 "$$dir/config/crd/snapshot.storage.k8s.io_$$k.yaml" $(BIN)/snapshot-crds/ || exit 1; \
-		done
+		test -n "$$dir" && for g in snapshot groupsnapshot; do for k in $${g}classes $${g}contents $${g}s; do \
+			install -m 0644 "$$dir/config/crd/$$g.storage.k8s.io_volume$$k.yaml" $(BIN)/snapshot-crds/ || exit 1; \
+		done; done
 	@touch $@
 
 deps: ## install what the kernel-touching tests need (iptables, iproute2), when root
