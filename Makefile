@@ -104,7 +104,7 @@ e2e-cri: deps build tools ## critest and crictl against cri-fake
 e2e-cni: deps build tools ## libcni, cnitool and the real portmap against cni-fake (root: in a throw-away netns)
 	$(GO) test -tags e2e $(E2E_FLAGS) ./cni-fake/e2e/
 
-e2e-csi: deps build tools ## csi-sanity against csi-fake (all-in-one, split endpoints, ephemeral-only)
+e2e-csi: deps build tools sidecars ## csi-sanity against csi-fake (all-in-one, split endpoints, ephemeral-only); the real sidecars named in its trace
 	$(GO) test -tags e2e $(E2E_FLAGS) ./csi-fake/e2e/
 
 e2e-harness: deps build tools ## every example scenario, kubelet load, record and replay
