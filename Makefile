@@ -5,6 +5,7 @@ GO      ?= go
 BIN     := $(CURDIR)/bin
 TOOLS   := harness/tools
 KUBELET := harness/tools/kubelet
+SIDECARS := harness/tools/sidecars
 KUBE_VERSION := v1.37.2
 # Packages that need root (network namespaces, iptables, mounts) skip with a message when not root.
 TEST_FLAGS ?= -race -count=1 -timeout 15m
@@ -12,8 +13,10 @@ E2E_FLAGS  ?= -count=1 -timeout 60m -v
 export PLUGSIM_BIN := $(BIN)
 
 TOOL_BINS  := crictl critest csi-sanity cnitool portmap host-local bridge noop
+# The real CSI sidecars a cluster runs against csi-fake, pinned in harness/tools/sidecars/go.mod.
+SIDECAR_BINS := csi-provisioner csi-attacher csi-resizer csi-snapshotter snapshot-controller
 
-.PHONY: help build tools kubelet deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet bench demo clean
+.PHONY: help build tools kubelet sidecars deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet bench demo clean
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z0-9-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -45,6 +48,30 @@ $(BIN)/kubelet: $(KUBELET)/go.mod $(KUBELET)/go.sum
 		-X k8s.io/component-base/version.gitMajor=1 \
 		-X k8s.io/component-base/version.gitMinor=37 \
 		-X k8s.io/component-base/version.gitTreeState=clean" k8s.io/kubernetes/cmd/kubelet
+
+sidecars: $(addprefix $(BIN)/,$(SIDECAR_BINS)) $(BIN)/snapshot-crds/.stamp ## build the real CSI sidecars (external-provisioner, -attacher, -resizer, -snapshotter, snapshot-controller) and copy the (group) snapshot CRDs
+
+# Each is rebuilt only when the sidecars' module changes. The version goes where their own release
+# builds put it (-X main.version), so --version and the startup log name it.
+$(addprefix $(BIN)/,$(SIDECAR_BINS)): $(SIDECARS)/go.mod $(SIDECARS)/go.sum
+	@mkdir -p $(BIN)
+	cd $(SIDECARS) && pkg=$$($(GO) list -f '{{.ImportPath}}' tool | grep -E '/cmd/$(notdir $@)$$') && \
+		ver=$$($(GO) list -f '{{.Module.Version}}' $$pkg) && \
+		$(GO) build -o $@ -ldflags "-X main.version=$$ver" $$pkg
+
+# The v1 CRDs of external-snapshotter v8: VolumeSnapshot{,Class,Content}, which csi-snapshotter and
+# snapshot-controller need, and VolumeGroupSnapshot{,Class,Content}, which both wait for at start
+# (up to --retry-crd-interval-max, 30 s) while their VolumeGroupSnapshot gate is on (GA, the
+# default) and which let csi-fake's GroupController be reached through them. Copied from the
+# external-snapshotter client module in the module cache (the version the sidecars' module pins)
+# into bin/ for the cluster to apply: the repository carries no copy of them.
+$(BIN)/snapshot-crds/.stamp: $(SIDECARS)/go.mod $(SIDECARS)/go.sum
+	@mkdir -p $(BIN)/snapshot-crds
+	dir=$$(cd $(SIDECARS) && $(GO) mod download -json github.com/kubernetes-csi/external-snapshotter/client/v8 | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p') && \
+		test -n "$$dir" && for g in snapshot groupsnapshot; do for k in $${g}classes $${g}contents $${g}s; do \
+			install -m 0644 "$$dir/config/crd/$$g.storage.k8s.io_volume$$k.yaml" $(BIN)/snapshot-crds/ || exit 1; \
+		done; done
+	@touch $@
 
 deps: ## install what the kernel-touching tests need (iptables, iproute2), when root
 	@missing=""; \
@@ -83,7 +110,7 @@ e2e-cri: deps build tools ## critest and crictl against cri-fake
 e2e-cni: deps build tools ## libcni, cnitool and the real portmap against cni-fake (root: in a throw-away netns)
 	$(GO) test -tags e2e $(E2E_FLAGS) ./cni-fake/e2e/
 
-e2e-csi: deps build tools ## csi-sanity against csi-fake (all-in-one, split endpoints, ephemeral-only)
+e2e-csi: deps build tools sidecars ## csi-sanity against csi-fake (all-in-one, split endpoints, ephemeral-only); the real sidecars named in its trace
 	$(GO) test -tags e2e $(E2E_FLAGS) ./csi-fake/e2e/
 
 e2e-harness: deps build tools ## every example scenario, kubelet load, record and replay

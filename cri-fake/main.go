@@ -65,6 +65,7 @@ func main() {
 	fs.StringVar(&opts.FixturesFile, "fixtures", "", "YAML fixture file whose cri section (images, pods, containers) cri-fake holds when it starts, checked as the RPCs check them; with --state-dir, applied only to a state dir that holds no state yet (format: cri-fake/README.md, example: examples/fixtures/node.yaml)")
 	fs.StringVar(&opts.RootDir, "root-dir", "/var/lib/plugsim/cri-fake", "where network namespace files, the CNI cache and the logs of sandboxes without a log directory go")
 	fs.StringVar(&opts.CNIConfDir, "cni-conf-dir", "/etc/cni/net.d", "CNI config directory; the first .conf/.conflist/.json file in name order is used and re-read when the directory changes; empty turns CNI off (pods get 10.88.x.y addresses from a built-in allocator)")
+	fs.StringVar(&opts.CNIConfTemplate, "cni-conf-template", "", "CNI config template (Go text/template; containerd's conf_template, fields .PodCIDR, .PodCIDRRanges, .Routes): rendered into <cni-conf-dir>/10-containerd-net.conflist when the kubelet sends the node's pod CIDR (UpdateRuntimeConfig) and no config is loaded; empty writes nothing")
 	fs.StringVar(&binDirs, "cni-bin-dir", "/opt/cni/bin", "comma-separated directories searched for CNI plugin binaries")
 	fs.StringVar(&opts.NetNS, "netns", "placeholder", `network namespaces: "placeholder" (an empty file per pod; for CNI plugins that fake the network, like cni-fake) or "real" (root only: a real namespace per pod)`)
 	fs.StringVar(&handlers, "runtime-handlers", "runc", "comma-separated runtime handlers RunPodSandbox accepts (RuntimeClass handlers); the default handler \"\" is always accepted")
@@ -74,7 +75,7 @@ func main() {
 	fs.IntVar(&opts.TraceCapacity, "trace-capacity", 4096, "how many recent calls the in-memory trace keeps (read them through the admin socket)")
 	fs.StringVar(&opts.FaultsFile, "faults", "", "YAML or JSON fault rules to apply from the start (format: cri-fake/README.md)")
 	fs.StringVar(&opts.StreamingAddr, "streaming-addr", "127.0.0.1:0", `host:port of the HTTP streaming server for exec, attach and port-forward sessions (crictl exec/attach/port-forward, kubectl through a kubelet); port 0 picks a free port; "none" serves none (those calls answer Unimplemented)`)
-	fs.StringVar(&opts.Caller, "caller", "kubelet", "name of the client side in trace events")
+	fs.StringVar(&opts.Caller, "caller", "kubelet", "name of the client side in trace events for calls from this process or an unidentifiable peer; calls from another process are named after it (/proc/<pid>/comm of the socket's peer: kubelet, crictl)")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
 	fs.Parse(os.Args[1:])
 	if fs.NArg() > 0 {

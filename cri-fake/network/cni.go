@@ -35,6 +35,12 @@ type CNIOptions struct {
 	// BinDirs as containerd does. cni-fake/inprocess runs cni-fake in this process instead (for
 	// unit tests: no binary to build) and execs the others.
 	Exec invoke.Exec
+	// ConfTemplate, when set, is a text/template file (containerd's conf_template) rendered into
+	// ConfTemplateFileName in ConfDir when UpdateRuntimeConfig brings the node's pod CIDR and no
+	// valid config is loaded yet (see SetPodCIDR).
+	ConfTemplate string
+	// Logf reports what SetPodCIDR did (containerd logs the same decisions at info level).
+	Logf func(format string, args ...any)
 	// Observe, when set, is called after every ADD and DEL (the trace of the CNI boundary as the
 	// runtime sees it).
 	Observe func(verb string, pod Pod, list *libcni.NetworkConfigList, rt *libcni.RuntimeConf, res types.Result, err error, took time.Duration)
@@ -52,11 +58,18 @@ type CNI struct {
 	loadErr error
 	checked time.Time
 	podCIDR string
+
+	// tmplMu makes SetPodCIDR's check-then-render one step: two updates racing must not both
+	// find the network unready and both write the file.
+	tmplMu sync.Mutex
 }
 
 // NewCNI returns a CNI network over a conf directory and plugin directories. The directory need
 // not exist yet; until a valid config appears the network is not ready.
 func NewCNI(opts CNIOptions) *CNI {
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
 	c := &CNI{opts: opts, cni: libcni.NewCNIConfigWithCacheDir(opts.BinDirs, opts.CacheDir, opts.Exec)}
 	c.reload()
 	return c
@@ -226,11 +239,32 @@ func podIPs(r *types100.Result) []string {
 	return append(v4, v6...)
 }
 
-// SetPodCIDR records the pod CIDR (shown in Info; CNI plugins get theirs from their config).
-func (c *CNI) SetPodCIDR(cidr string) {
+// SetPodCIDR takes UpdateRuntimeConfig's pod CIDRs the way containerd's UpdateRuntimeConfig does:
+// every CIDR must parse (else ErrInvalidPodCIDR, whatever else is configured); without a
+// ConfTemplate nothing is written ("wait for other system components to drop the config"); with
+// one, the template is rendered into ConfTemplateFileName only while no valid config loads (a
+// config already there, or one dropped in meanwhile, wins and is left alone). The conf-dir reload
+// then picks the rendered file up and the network turns ready. The CIDRs are shown in Info.
+func (c *CNI) SetPodCIDR(cidrs string) error {
+	data, err := ParsePodCIDRs(cidrs)
+	if err != nil {
+		return err
+	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.podCIDR = cidr
+	c.podCIDR = strings.Join(data.PodCIDRRanges, ",")
+	c.mu.Unlock()
+	if c.opts.ConfTemplate == "" {
+		c.opts.Logf("No cni config template is specified, wait for other system components to drop the config.")
+		return nil
+	}
+	c.tmplMu.Lock()
+	defer c.tmplMu.Unlock()
+	if _, err := c.current(); err == nil {
+		c.opts.Logf("CNI config is successfully loaded, skip generating cni config from template %q", c.opts.ConfTemplate)
+		return nil
+	}
+	c.opts.Logf("Generating cni config from template %q", c.opts.ConfTemplate)
+	return renderConfTemplate(c.opts.ConfDir, c.opts.ConfTemplate, data)
 }
 
 // Info renders the loaded config the way containerd's verbose Status does: "cniconfig" in go-cni's
@@ -339,19 +373,24 @@ func (n *Internal) Reserve(id, ip string) {
 	n.inUse[id], n.taken[ip] = ip, true
 }
 
-// SetPodCIDR switches the allocator to a new IPv4 CIDR for pods set up from now on.
-func (n *Internal) SetPodCIDR(cidr string) {
-	first, _, _ := strings.Cut(cidr, ",")
-	_, c, err := net.ParseCIDR(strings.TrimSpace(first))
-	if err != nil || c.IP.To4() == nil {
-		return
+// SetPodCIDR switches the allocator to the first pod CIDR for pods set up from now on, when that
+// is IPv4 with room for a pod (/30 or larger); others are validated, then kept out of use.
+func (n *Internal) SetPodCIDR(cidrs string) error {
+	data, err := ParsePodCIDRs(cidrs)
+	if err != nil {
+		return err
+	}
+	_, c, _ := net.ParseCIDR(data.PodCIDR)
+	if c.IP.To4() == nil {
+		return nil
 	}
 	if ones, _ := c.Mask.Size(); ones > 30 {
-		return
+		return nil
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.cidr, n.next = c, 0
+	return nil
 }
 
 // Info describes the built-in network.

@@ -36,6 +36,7 @@ type Plugin interface {
 	Teardown(ctx context.Context, pod Pod) error
 	// Info is what verbose Status shows (crictl info): the config and where it came from.
 	Info() map[string]string
-	// SetPodCIDR receives UpdateRuntimeConfig's pod CIDR.
-	SetPodCIDR(cidr string)
+	// SetPodCIDR receives UpdateRuntimeConfig's pod CIDRs (comma-separated, as the kubelet sends
+	// them); an unparsable one is ErrInvalidPodCIDR.
+	SetPodCIDR(cidrs string) error
 }

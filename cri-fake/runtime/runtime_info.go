@@ -3,10 +3,15 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/network"
 )
 
 // Version answers what the kubelet checks at start: version "0.1.0" (anything else makes it
@@ -74,11 +79,22 @@ func (s *Service) RuntimeConfig(ctx context.Context, req *runtimeapi.RuntimeConf
 	return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: d}}, nil
 }
 
-// UpdateRuntimeConfig takes the node's pod CIDR (the kubelet sends it in API-server mode); the
-// built-in network allocates from it, CNI reports it in verbose Status.
+// UpdateRuntimeConfig takes the node's pod CIDRs (the kubelet sends node.spec.podCIDRs in
+// API-server mode, again whenever they change). The built-in network allocates from the first;
+// CNI renders --cni-conf-template with them while no config is loaded, as containerd's
+// conf_template. A CIDR that does not parse is InvalidArgument (containerd: "get routes: ...");
+// a template that cannot be rendered is Unknown, containerd's code for its plain error, and the
+// kubelet retries at its next node status sync.
 func (s *Service) UpdateRuntimeConfig(ctx context.Context, req *runtimeapi.UpdateRuntimeConfigRequest) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
-	if cidr := req.GetRuntimeConfig().GetNetworkConfig().GetPodCidr(); cidr != "" {
-		s.network.SetPodCIDR(cidr)
+	cidrs := req.GetRuntimeConfig().GetNetworkConfig().GetPodCidr()
+	if cidrs == "" {
+		return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
+	}
+	if err := s.network.SetPodCIDR(cidrs); err != nil {
+		if errors.Is(err, network.ErrInvalidPodCIDR) {
+			return nil, status.Errorf(codes.InvalidArgument, "get routes: %v", err)
+		}
+		return nil, status.Error(codes.Unknown, err.Error())
 	}
 	return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
 }

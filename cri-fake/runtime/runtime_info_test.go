@@ -2,9 +2,12 @@ package runtime
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/plugsim/plugsim/cri-fake/network"
@@ -88,6 +91,63 @@ func TestUpdateRuntimeConfigPodCIDR(t *testing.T) {
 	ip := sandboxState(t, s, runPod(t, s, "p")).Network.Ip
 	if !contains(ip, "10.200.3.") {
 		t.Fatalf("pod IP %s not from the pod CIDR 10.200.3.0/24", ip)
+	}
+}
+
+// With a CNI config template (containerd's conf_template) the kubelet's UpdateRuntimeConfig is what
+// turns the network ready: the template is rendered with the pod CIDR into the conf dir, and the
+// next Status loads it. Bad CIDRs are InvalidArgument, a template that fails is Unknown.
+func TestUpdateRuntimeConfigRendersCNITemplate(t *testing.T) {
+	conf := t.TempDir()
+	tmpl := filepath.Join(t.TempDir(), "tmpl")
+	os.WriteFile(tmpl, []byte(`{"cniVersion":"1.0.0","name":"pods","plugins":[{"type":"cni-fake","ipam":{"type":"host-local","ranges":[[{"subnet":"{{.PodCIDR}}"}]]}}]}`), 0o644)
+	s := newService(t, func(o *Options) {
+		o.Network = network.NewCNI(network.CNIOptions{ConfDir: conf, BinDirs: []string{t.TempDir()}, CacheDir: t.TempDir(), ConfTemplate: tmpl})
+	})
+	networkReady := func() *runtimeapi.RuntimeCondition {
+		t.Helper()
+		resp, err := s.Status(context.Background(), &runtimeapi.StatusRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Status.Conditions[1]
+	}
+	if c := networkReady(); c.Status || !contains(c.Message, "cni plugin not initialized") {
+		t.Fatalf("before UpdateRuntimeConfig: %v", c)
+	}
+	update := func(cidr string) error {
+		_, err := s.UpdateRuntimeConfig(context.Background(), &runtimeapi.UpdateRuntimeConfigRequest{RuntimeConfig: &runtimeapi.RuntimeConfig{
+			NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: cidr}}})
+		return err
+	}
+	if err := update("10.244.2.0/24/x"); status.Code(err) != codes.InvalidArgument || !contains(err.Error(), "get routes: invalid pod CIDR") {
+		t.Fatalf("bad CIDR: %v, want InvalidArgument", err)
+	}
+	if err := update(""); err != nil { // no pod CIDR yet: nothing to do
+		t.Fatal(err)
+	}
+	if c := networkReady(); c.Status {
+		t.Fatalf("ready without a pod CIDR: %v", c)
+	}
+	if err := update("10.244.2.0/24"); err != nil {
+		t.Fatal(err)
+	}
+	if c := networkReady(); !c.Status {
+		t.Fatalf("after UpdateRuntimeConfig: %v", c)
+	}
+	b, _ := os.ReadFile(filepath.Join(conf, network.ConfTemplateFileName))
+	if !contains(string(b), `"subnet":"10.244.2.0/24"`) {
+		t.Fatalf("rendered config %s", b)
+	}
+
+	// A template that fails to render: Unknown, and the network stays unready.
+	os.WriteFile(tmpl, []byte(`{{.Missing}}`), 0o644)
+	s2 := newService(t, func(o *Options) {
+		o.Network = network.NewCNI(network.CNIOptions{ConfDir: t.TempDir(), BinDirs: []string{t.TempDir()}, CacheDir: t.TempDir(), ConfTemplate: tmpl})
+	})
+	if _, err := s2.UpdateRuntimeConfig(context.Background(), &runtimeapi.UpdateRuntimeConfigRequest{RuntimeConfig: &runtimeapi.RuntimeConfig{
+		NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: "10.244.3.0/24"}}}); status.Code(err) != codes.Unknown || !contains(err.Error(), "failed to generate cni config file") {
+		t.Fatalf("broken template: %v, want Unknown", err)
 	}
 }
 

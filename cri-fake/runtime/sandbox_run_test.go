@@ -168,4 +168,4 @@ func (n *recordingNetwork) Teardown(ctx context.Context, pod network.Pod) error 
 	return n.teardownErr
 }
 func (n *recordingNetwork) Info() map[string]string { return map[string]string{"network": "recording"} }
-func (n *recordingNetwork) SetPodCIDR(string)       {}
+func (n *recordingNetwork) SetPodCIDR(string) error { return nil }

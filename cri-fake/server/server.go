@@ -73,6 +73,10 @@ type Options struct {
 	// CNIExec runs the CNI plugins; nil execs their binaries from CNIBinDirs, as containerd
 	// does. inprocess.New() (package cni-fake/inprocess) runs cni-fake in this process instead.
 	CNIExec invoke.Exec
+	// CNIConfTemplate is a CNI config template (containerd's conf_template): rendered with the pod
+	// CIDRs of UpdateRuntimeConfig into CNIConfDir/10-containerd-net.conflist while no config is
+	// loaded. Empty: nothing is written, the config must come from elsewhere.
+	CNIConfTemplate string
 	// NetNS is "placeholder" (default) or "real" (root only: real network namespaces).
 	NetNS string
 
@@ -90,7 +94,9 @@ type Options struct {
 	Recorder      *trace.Recorder
 	TraceFile     string
 	TraceCapacity int
-	// Caller names the client side of the boundary in trace events (default "kubelet").
+	// Caller names the client side of the boundary in trace events (default "kubelet") when the
+	// call does not say who makes it: calls from another process are named after that process
+	// (trace.PeerListener), calls carrying trace.CallerMetadata by it.
 	Caller string
 
 	// Faults are the fault rules; nil means the rules of FaultsFile, or none.
@@ -242,13 +248,23 @@ func Start(opts Options) (_ *Server, retErr error) {
 	if len(binDirs) == 0 {
 		binDirs = []string{"/opt/cni/bin"}
 	}
+	if opts.CNIConfTemplate != "" {
+		if opts.CNIConfDir == "" {
+			return nil, errors.New("a CNI config template needs a CNI conf dir to render into (CNI is off)")
+		}
+		if err := network.CheckConfTemplate(opts.CNIConfTemplate); err != nil {
+			return nil, err
+		}
+	}
 	if opts.CNIConfDir != "" {
 		netPlugin = network.NewCNI(network.CNIOptions{
-			ConfDir:  opts.CNIConfDir,
-			BinDirs:  binDirs,
-			CacheDir: filepath.Join(opts.RootDir, "cni-cache"),
-			Exec:     opts.CNIExec,
-			Observe:  s.observeCNI,
+			ConfDir:      opts.CNIConfDir,
+			BinDirs:      binDirs,
+			CacheDir:     filepath.Join(opts.RootDir, "cni-cache"),
+			Exec:         opts.CNIExec,
+			ConfTemplate: opts.CNIConfTemplate,
+			Logf:         logf,
+			Observe:      s.observeCNI,
 		})
 	}
 	netnsMode := opts.NetNS
@@ -265,7 +281,7 @@ func Start(opts Options) (_ *Server, retErr error) {
 	// Runtime.
 	info := map[string]any{"stateDir": opts.StateDir, "imageCatalog": opts.ImageCatalog}
 	if opts.CNIConfDir != "" {
-		info["cni"] = map[string]any{"confDir": opts.CNIConfDir, "binDirs": binDirs}
+		info["cni"] = map[string]any{"confDir": opts.CNIConfDir, "binDirs": binDirs, "confTemplate": opts.CNIConfTemplate}
 	} else {
 		info["cni"] = map[string]any{"disabled": true}
 	}
@@ -443,9 +459,12 @@ func findByID(c *images.Catalog, id string) *images.CatalogImage {
 	return nil
 }
 
+// serve serves g on l; each connection is named after the process that made it (the kubelet,
+// crictl), which is what the trace records as the caller (trace.PeerListener).
 func (s *Server) serve(g *grpc.Server, l net.Listener) {
 	s.grpc = append(s.grpc, g)
 	s.wg.Add(1)
+	l = trace.PeerListener(l)
 	go func() {
 		defer s.wg.Done()
 		g.Serve(l)

@@ -381,6 +381,49 @@ func TestCNIConfigAppearsWithoutRestart(t *testing.T) {
 	}
 }
 
+// The cluster's path to a Ready node: no conflist, the kubelet's UpdateRuntimeConfig brings the pod
+// CIDR, cri-fake renders examples/cni/pod-cidr.conflist.tmpl with it, and a pod gets an address
+// of that CIDR. A template flag that cannot work fails the start.
+func TestCNIConfTemplateFromPodCIDR(t *testing.T) {
+	ctx := context.Background()
+	tmpl := filepath.Join("..", "..", "examples", "cni", "pod-cidr.conflist.tmpl")
+	for name, opts := range map[string]Options{
+		"missing template": {CNIConfDir: t.TempDir(), CNIConfTemplate: filepath.Join(t.TempDir(), "nope")},
+		"CNI off":          {CNIConfTemplate: tmpl},
+	} {
+		if s, err := Start(opts); err == nil {
+			s.Close()
+			t.Errorf("%s: Start succeeded", name)
+		}
+	}
+	conf := t.TempDir()
+	_, c := start(t, Options{CNIConfDir: conf, CNIBinDirs: []string{t.TempDir()}, CNIConfTemplate: tmpl})
+	netReady := func() bool {
+		resp, err := c.rt.Status(ctx, &runtimeapi.StatusRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Status.Conditions[1].Status
+	}
+	if netReady() {
+		t.Fatal("network ready before the pod CIDR")
+	}
+	if _, err := c.rt.UpdateRuntimeConfig(ctx, &runtimeapi.UpdateRuntimeConfigRequest{RuntimeConfig: &runtimeapi.RuntimeConfig{
+		NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: "10.244.5.0/24"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if !netReady() {
+		t.Fatal("network not ready after UpdateRuntimeConfig rendered the template")
+	}
+	resp, err := c.rt.Status(ctx, &runtimeapi.StatusRequest{Verbose: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := resp.Info["cniConfigFile"]; f != filepath.Join(conf, "10-containerd-net.conflist") || !strings.Contains(resp.Info["cniconfig"], `10.244.5.0/24`) {
+		t.Fatalf("loaded %q: %s", f, resp.Info["cniconfig"])
+	}
+}
+
 func TestExampleFaultsFile(t *testing.T) {
 	s, c := start(t, Options{FaultsFile: "../../examples/cri/faults.yaml"})
 	if n := len(s.Faults().Rules()); n != 4 {

@@ -3,7 +3,8 @@
 // Package e2e runs the real csi-sanity v5.6.0 (bin/csi-sanity, built by `make tools`) against the
 // real csi-fake binary (bin/csi-fake, built by `make build`): all services on one socket, split
 // controller and node processes, two sockets of one process, ephemeral-only, block volumes, and
-// (as root) bind mounts in a private mount namespace. Run with `make e2e-csi`.
+// (as root) bind mounts in a private mount namespace; and the real CSI sidecars (`make sidecars`)
+// named in csi-fake's trace (sidecars_test.go). Run with `make e2e-csi`.
 package e2e
 
 import (

@@ -274,7 +274,9 @@ func MemoryTempDir() string {
 }
 
 // interceptors: the trace first (outermost, so it records injected faults too), then faults.
-// Node calls come from the kubelet, the others from the CO's controller sidecars.
+// A call from another process is recorded with that process's name (serve); for the others (an
+// in-process client) Node and Identity calls are taken as the kubelet's, the rest as the CO's
+// controller sidecars'.
 func (s *Server) interceptors(iface string) grpc.ServerOption {
 	name := "csi-fake"
 	if iface == trace.Registration {
@@ -343,10 +345,15 @@ func (s *Server) serveRegistration(ep string) error {
 	return nil
 }
 
+// serve serves g on l; each connection is named after the process that made it (kubelet,
+// external-provisioner, external-attacher, ...), which is what the trace records as the caller
+// (trace.PeerListener): the kubelet and the sidecars share the Identity service, so the method
+// alone cannot tell them apart.
 func (s *Server) serve(g *grpc.Server, l net.Listener, ep string) {
 	s.grpcs = append(s.grpcs, g)
 	s.endpoints = append(s.endpoints, ep)
 	s.wg.Add(1)
+	l = trace.PeerListener(l)
 	go func() {
 		defer s.wg.Done()
 		g.Serve(l)

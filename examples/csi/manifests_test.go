@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -22,7 +23,10 @@ import (
 	"github.com/plugsim/plugsim/harness/faults"
 )
 
-const driverName = "csi.plugsim.dev"
+const (
+	driverName          = "csi.plugsim.dev"
+	ephemeralDriverName = "csi.ephemeral.plugsim.dev"
+)
 
 // newObject returns the typed object for an apiVersion and kind.
 func newObject(apiVersion, kind string) (any, bool) {
@@ -107,11 +111,31 @@ func container(t *testing.T, spec corev1.PodSpec, name string) corev1.Container 
 	return corev1.Container{}
 }
 
+// byName returns the object of a kind with a name.
+func byName[T interface{ GetName() string }](t *testing.T, objs map[string][]any, kind, name string) T {
+	t.Helper()
+	for _, o := range objs[kind] {
+		if v := o.(T); v.GetName() == name {
+			return v
+		}
+	}
+	t.Fatalf("no %s %q", kind, name)
+	var zero T
+	return zero
+}
+
 func TestManifests(t *testing.T) {
 	objs := load(t)
 
-	drv := one[*storagev1.CSIDriver](t, objs, "CSIDriver")
-	if drv.Name != driverName || drv.Spec.AttachRequired == nil || !*drv.Spec.AttachRequired ||
+	drivers := map[string]*storagev1.CSIDriver{}
+	for _, o := range objs["CSIDriver"] {
+		drivers[o.(*storagev1.CSIDriver).Name] = o.(*storagev1.CSIDriver)
+	}
+	if len(drivers) != 2 {
+		t.Errorf("CSIDrivers %v: want %s and %s", keysOf(drivers), driverName, ephemeralDriverName)
+	}
+	drv := byName[*storagev1.CSIDriver](t, objs, "CSIDriver", driverName)
+	if drv.Spec.AttachRequired == nil || !*drv.Spec.AttachRequired ||
 		drv.Spec.PodInfoOnMount == nil || !*drv.Spec.PodInfoOnMount || drv.Spec.StorageCapacity == nil || !*drv.Spec.StorageCapacity {
 		t.Errorf("CSIDriver %s: attachRequired, podInfoOnMount and storageCapacity must be on: %+v", drv.Name, drv.Spec)
 	}
@@ -119,9 +143,30 @@ func TestManifests(t *testing.T) {
 		!slices.Contains(drv.Spec.VolumeLifecycleModes, storagev1.VolumeLifecycleEphemeral) {
 		t.Errorf("CSIDriver volumeLifecycleModes %v: want Persistent and Ephemeral", drv.Spec.VolumeLifecycleModes)
 	}
-	sc := one[*storagev1.StorageClass](t, objs, "StorageClass")
+	// The ephemeral-only driver (csi.tigera.io's shape): nothing to attach, Ephemeral alone.
+	eph := byName[*storagev1.CSIDriver](t, objs, "CSIDriver", ephemeralDriverName)
+	if eph.Spec.AttachRequired == nil || *eph.Spec.AttachRequired || !slices.Equal(eph.Spec.VolumeLifecycleModes, []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral}) {
+		t.Errorf("CSIDriver %s: want attachRequired false and modes [Ephemeral], have %+v", eph.Name, eph.Spec)
+	}
+
+	// One default class, provisioned by the driver; the mismatch class's provisioner is no
+	// driver's name.
+	var defaults []string
+	for _, o := range objs["StorageClass"] {
+		c := o.(*storagev1.StorageClass)
+		if c.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
+			defaults = append(defaults, c.Name)
+		}
+	}
+	if len(defaults) != 1 {
+		t.Fatalf("default StorageClasses %v, want one", defaults)
+	}
+	sc := byName[*storagev1.StorageClass](t, objs, "StorageClass", defaults[0])
 	if sc.Provisioner != driverName {
-		t.Errorf("StorageClass provisioner %q, want %q", sc.Provisioner, driverName)
+		t.Errorf("default StorageClass provisioner %q, want %q", sc.Provisioner, driverName)
+	}
+	if m := byName[*storagev1.StorageClass](t, objs, "StorageClass", "example"); drivers[m.Provisioner] != nil {
+		t.Errorf("StorageClass example's provisioner %q is a driver's name; it must match none", m.Provisioner)
 	}
 	vac := one[*storagev1.VolumeAttributesClass](t, objs, "VolumeAttributesClass")
 	if vac.DriverName != driverName {
@@ -136,8 +181,8 @@ func TestManifests(t *testing.T) {
 	if err := yaml.UnmarshalStrict(data, &sanity); err != nil {
 		t.Fatalf("sanity-mutable-parameters.yaml: %v", err)
 	}
-	if fmt.Sprint(keys(sanity)) != fmt.Sprint(keys(vac.Parameters)) {
-		t.Errorf("mutable parameter keys: csi-sanity file %v, VolumeAttributesClass %v", keys(sanity), keys(vac.Parameters))
+	if fmt.Sprint(keysOf(sanity)) != fmt.Sprint(keysOf(vac.Parameters)) {
+		t.Errorf("mutable parameter keys: csi-sanity file %v, VolumeAttributesClass %v", keysOf(sanity), keysOf(vac.Parameters))
 	}
 
 	ctrl := one[*appsv1.Deployment](t, objs, "Deployment")
@@ -193,19 +238,36 @@ func TestManifests(t *testing.T) {
 		}
 	}
 
-	pvc := one[*corev1.PersistentVolumeClaim](t, objs, "PersistentVolumeClaim")
+	pvc := byName[*corev1.PersistentVolumeClaim](t, objs, "PersistentVolumeClaim", "data")
 	if pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != sc.Name ||
 		pvc.Spec.VolumeAttributesClassName == nil || *pvc.Spec.VolumeAttributesClassName != vac.Name {
-		t.Errorf("PVC does not use the example StorageClass and VolumeAttributesClass")
+		t.Errorf("PVC data does not use the default StorageClass and the VolumeAttributesClass")
 	}
-	var inline bool
-	for _, p := range objs["Pod"] {
-		for _, v := range p.(*corev1.Pod).Spec.Volumes {
-			inline = inline || (v.CSI != nil && v.CSI.Driver == driverName)
+	if stuck := byName[*corev1.PersistentVolumeClaim](t, objs, "PersistentVolumeClaim", "stuck"); stuck.Spec.StorageClassName == nil || *stuck.Spec.StorageClassName != "example" {
+		t.Errorf("PVC stuck does not use the mismatched StorageClass example")
+	}
+	// Every claim's class exists; every inline volume's driver exists and allows Ephemeral.
+	for _, o := range objs["PersistentVolumeClaim"] {
+		c := o.(*corev1.PersistentVolumeClaim)
+		if c.Spec.StorageClassName != nil {
+			byName[*storagev1.StorageClass](t, objs, "StorageClass", *c.Spec.StorageClassName)
 		}
 	}
-	if !inline {
-		t.Error("no pod uses an inline csi.plugsim.dev volume")
+	inline := map[string]bool{}
+	var claimed bool
+	for _, p := range objs["Pod"] {
+		for _, v := range p.(*corev1.Pod).Spec.Volumes {
+			if v.CSI != nil {
+				inline[v.CSI.Driver] = true
+				if d := drivers[v.CSI.Driver]; d == nil || !slices.Contains(d.Spec.VolumeLifecycleModes, storagev1.VolumeLifecycleEphemeral) {
+					t.Errorf("pod %s: inline volume of %s, which has no CSIDriver allowing Ephemeral", p.(*corev1.Pod).Name, v.CSI.Driver)
+				}
+			}
+			claimed = claimed || (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == pvc.Name)
+		}
+	}
+	if !inline[driverName] || !inline[ephemeralDriverName] || !claimed {
+		t.Errorf("pods use inline volumes of %v and PVC data: %v; want inline volumes of both drivers and a pod on the PVC", keysOf(inline), claimed)
 	}
 }
 
@@ -224,7 +286,7 @@ func TestFaultsExample(t *testing.T) {
 	}
 }
 
-func keys(m map[string]string) []string {
+func keysOf[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
@@ -269,4 +331,100 @@ func csiFakeFlags(t *testing.T) map[string]bool {
 		t.Fatalf("could not read csi-fake's flags from main.go (found %v)", flags)
 	}
 	return flags
+}
+
+// sidecarRBAC names, for each sidecar binary, its module in harness/tools/sidecars/go.mod and the
+// upstream manifest whose ClusterRoles sidecars-rbac.yaml follows.
+var sidecarRBAC = []struct{ bin, module, file string }{
+	{"csi-provisioner", "github.com/kubernetes-csi/external-provisioner/v6", "deploy/kubernetes/rbac.yaml"},
+	{"csi-attacher", "github.com/kubernetes-csi/external-attacher/v4", "deploy/kubernetes/rbac.yaml"},
+	{"csi-resizer", "github.com/kubernetes-csi/external-resizer/v2", "deploy/kubernetes/rbac.yaml"},
+	{"csi-snapshotter", "github.com/kubernetes-csi/external-snapshotter/v8", "deploy/kubernetes/csi-snapshotter/rbac-csi-snapshotter.yaml"},
+	{"snapshot-controller", "github.com/kubernetes-csi/external-snapshotter/v8", "deploy/kubernetes/snapshot-controller/rbac-snapshot-controller.yaml"},
+}
+
+// TestSidecarRBACCoversUpstream: every rule of every ClusterRole in a sidecar's own manifest, at
+// the version harness/tools/sidecars pins, is granted by that sidecar's ClusterRole here, and each
+// ClusterRole is bound to the user its client certificate names. The upstream files are read from
+// the module cache, where `make sidecars` put them.
+func TestSidecarRBACCoversUpstream(t *testing.T) {
+	objs := load(t)
+	versions := pinnedVersions(t, filepath.Join("..", "..", "harness", "tools", "sidecars", "go.mod"))
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatalf("go env GOMODCACHE: %v", err)
+	}
+	cache := strings.TrimSpace(string(out))
+	for _, sc := range sidecarRBAC {
+		t.Run(sc.bin, func(t *testing.T) {
+			role := byName[*rbacv1.ClusterRole](t, objs, "ClusterRole", "plugsim:"+sc.bin)
+			b := byName[*rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", "plugsim:"+sc.bin)
+			if b.RoleRef.Name != role.Name || len(b.Subjects) != 1 || b.Subjects[0].Kind != "User" || b.Subjects[0].Name != "plugsim:"+sc.bin {
+				t.Errorf("binding %s: %+v, want ClusterRole %s for user plugsim:%s", b.Name, b, role.Name, sc.bin)
+			}
+			v := versions[sc.module]
+			if v == "" {
+				t.Fatalf("%s is not pinned in harness/tools/sidecars/go.mod", sc.module)
+			}
+			path := filepath.Join(cache, sc.module+"@"+v, sc.file)
+			data, err := os.ReadFile(path)
+			if os.IsNotExist(err) {
+				t.Skipf("%s not in the module cache (make sidecars downloads it)", path)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			upstream := 0
+			for _, doc := range strings.Split(string(data), "\n---") {
+				var cr rbacv1.ClusterRole
+				if err := yaml.Unmarshal([]byte(doc), &cr); err != nil {
+					t.Fatalf("%s: %v", path, err)
+				}
+				if cr.Kind != "ClusterRole" {
+					continue
+				}
+				upstream++
+				for _, r := range cr.Rules {
+					for _, g := range r.APIGroups {
+						for _, res := range r.Resources {
+							for _, verb := range r.Verbs {
+								if !grants(role.Rules, g, res, verb) {
+									t.Errorf("%s grants %s %q/%s (%s, ClusterRole %s); %s does not", sc.file, verb, g, res, sc.module+"@"+v, cr.Name, role.Name)
+								}
+							}
+						}
+					}
+				}
+			}
+			if upstream == 0 {
+				t.Fatalf("%s holds no ClusterRole", path)
+			}
+		})
+	}
+}
+
+func grants(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
+	for _, r := range rules {
+		if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
+			return true
+		}
+	}
+	return false
+}
+
+// pinnedVersions reads the require lines of a go.mod: module path -> version.
+func pinnedVersions(t *testing.T, gomod string) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(gomod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
+		if len(f) >= 2 && strings.HasPrefix(f[1], "v") && !strings.Contains(line, "=>") {
+			out[f[0]] = f[1]
+		}
+	}
+	return out
 }

@@ -169,8 +169,9 @@ func (r *Recorder) StreamServerInterceptor(b Boundary) grpc.StreamServerIntercep
 
 // CallerMetadata is the gRPC metadata key a client may set to name itself in the trace
 // ("external-provisioner", "kubelet"): one socket serves several callers (the CSI sidecars and the
-// kubelet share a driver's Identity service), and only the client knows which one it is. The
-// harness sets it for the component it plays; without it the Boundary's caller is recorded.
+// kubelet share a driver's Identity service). The harness sets it for the component it plays, in
+// its own process; real clients do not, and are named from the socket's peer (PeerListener);
+// without either the Boundary's caller is recorded.
 const CallerMetadata = "plugsim-caller"
 
 func withCaller(ctx context.Context, b Boundary) Boundary {
@@ -180,14 +181,15 @@ func withCaller(ctx context.Context, b Boundary) Boundary {
 	return b
 }
 
-// callerOf is the name the client gave itself in CallerMetadata, or "".
+// callerOf names the client: the name it gave itself in CallerMetadata, else the process at the
+// other end of the socket (PeerListener), else "" (the Boundary's caller).
 func callerOf(ctx context.Context) string {
 	// ValueFromIncomingContext, unlike FromIncomingContext, does not copy the whole metadata map
 	// on every call.
 	if v := metadata.ValueFromIncomingContext(ctx, CallerMetadata); len(v) > 0 {
 		return v[0]
 	}
-	return ""
+	return peerCaller(ctx)
 }
 
 type recordingStream struct {
