@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"log"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/plugsim/plugsim/harness/cluster"
@@ -59,8 +62,12 @@ the kubeconfig, certificates, logs and each node's files. Stop it with 'harness 
 	if err != nil {
 		return err
 	}
+	// Ctrl-C while it starts stops what was started (the components run in sessions of their own, so
+	// the terminal's interrupt does not reach them).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	start := time.Now()
-	if err := cluster.Up(cluster.Options{Dir: abs, Nodes: *nodes, BinDir: bin, Port: *port, EmptyCNI: *emptyCNI,
+	if err := cluster.Up(cluster.Options{Context: ctx, Dir: abs, Nodes: *nodes, BinDir: bin, Port: *port, EmptyCNI: *emptyCNI,
 		Relay: []string{exe, "cluster", "relay"}, Out: os.Stdout, Timeout: *timeout}); err != nil {
 		return err
 	}

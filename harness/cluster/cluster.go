@@ -53,9 +53,9 @@ func nodeIP(i int) string {
 // nodeName is node i's name, its Node object's and its kubelet's --hostname-override.
 func nodeName(i int) string { return fmt.Sprintf("node%d", i) }
 
-// prefixFor names the network namespaces of the cluster in dir: plugsim-<hash of dir>, so two clusters in
+// PrefixFor names the network namespaces of the cluster in dir: plugsim-<hash of dir>, so two clusters in
 // two directories never share one, and `down` finds them from the directory alone.
-func prefixFor(dir string) string {
+func PrefixFor(dir string) string {
 	h := sha256.Sum256([]byte(dir))
 	return "plugsim-" + hex.EncodeToString(h[:3])
 }

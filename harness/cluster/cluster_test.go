@@ -108,8 +108,8 @@ func TestAddresses(t *testing.T) {
 	if ones, _ := pods.Mask.Size(); 1<<(nodeMask-ones) < MaxNodes {
 		t.Errorf("%s holds %d /%d, fewer than %d nodes", clusterCIDR, 1<<(nodeMask-ones), nodeMask, MaxNodes)
 	}
-	if prefixFor("/a") == prefixFor("/b") || !strings.HasPrefix(prefixFor("/a"), "plugsim-") {
-		t.Errorf("prefixes %s %s", prefixFor("/a"), prefixFor("/b"))
+	if PrefixFor("/a") == PrefixFor("/b") || !strings.HasPrefix(PrefixFor("/a"), "plugsim-") {
+		t.Errorf("prefixes %s %s", PrefixFor("/a"), PrefixFor("/b"))
 	}
 }
 
@@ -134,7 +134,7 @@ func TestState(t *testing.T) {
 	if _, err := ReadState(dir); !os.IsNotExist(err) {
 		t.Fatalf("ReadState of an empty dir: %v", err)
 	}
-	st := &State{Dir: dir, Prefix: prefixFor(dir)}
+	st := &State{Dir: dir, Prefix: PrefixFor(dir)}
 	if err := st.addNetns("x-cp"); err != nil {
 		t.Fatal(err)
 	}

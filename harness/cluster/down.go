@@ -29,7 +29,7 @@ func Down(dir string, out io.Writer) error {
 	if errors.Is(err, os.ErrNotExist) {
 		// No state: `up` never ran here, or `down` already ran. Namespaces named for dir can still be
 		// there if `up` crashed before its first save; they are found by name.
-		st = &State{Dir: dir, Prefix: prefixFor(dir)}
+		st = &State{Dir: dir, Prefix: PrefixFor(dir)}
 	} else if err != nil {
 		return err
 	}

@@ -37,6 +37,8 @@ type Options struct {
 	Relay   []string
 	Out     io.Writer     // progress
 	Timeout time.Duration // for the whole start; 0 means 5 minutes
+	// Context, when set, cancels the start (an interrupt of `up`): Up then stops what it started.
+	Context context.Context
 }
 
 // required lists the binaries `up` runs and the make target that builds each.
@@ -80,11 +82,15 @@ func Up(o Options) (err error) {
 	if err := prepareDir(o.Dir); err != nil {
 		return err
 	}
-	c := &upRun{o: o, st: &State{Dir: o.Dir, Prefix: prefixFor(o.Dir)}, start: time.Now(), exited: make(chan string, 64)}
+	c := &upRun{o: o, st: &State{Dir: o.Dir, Prefix: PrefixFor(o.Dir)}, start: time.Now(), exited: make(chan string, 64)}
 	if err := c.st.save(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
+	parent := o.Context
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(parent, o.Timeout)
 	defer cancel()
 	c.ctx = ctx
 	defer func() {
@@ -366,6 +372,9 @@ func (c *upRun) wait(what string, cond func() (bool, string)) error {
 		case name := <-c.exited:
 			return fmt.Errorf("%s exited while waiting for %s; its log:\n%s", name, what, tail(c.path("logs", name+".log"), 30))
 		case <-c.ctx.Done():
+			if errors.Is(c.ctx.Err(), context.Canceled) {
+				return fmt.Errorf("interrupted while waiting for %s", what)
+			}
 			return fmt.Errorf("timed out waiting for %s; last seen: %s", what, last)
 		case <-time.After(250 * time.Millisecond):
 		}
