@@ -233,6 +233,23 @@ func (c *upRun) pki() error {
 	for _, s := range sidecars {
 		leaves[s] = certSpec{cn: "plugsim:" + s, client: true}
 	}
+	// The front proxy: the API server's client to aggregated API servers, and what the controller-manager's
+	// and scheduler's delegated authentication read from extension-apiserver-authentication (without it
+	// they log a missing CA bundle, over and over). A CA of its own, as kubeadm makes.
+	fp, err := newCA("plugsim-front-proxy-ca")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "front-proxy-ca.crt"), fp.pem, 0o644); err != nil {
+		return err
+	}
+	fpClient, err := fp.issue(certSpec{cn: "front-proxy-client", client: true})
+	if err != nil {
+		return err
+	}
+	if err := fpClient.write(dir, "front-proxy-client"); err != nil {
+		return err
+	}
 	kps := map[string]keyPair{}
 	for name, spec := range leaves {
 		kp, err := c.ca.issue(spec)
@@ -476,6 +493,10 @@ func (c *upRun) controlPlane() error {
 		"--kubelet-certificate-authority", pki("ca.crt"),
 		"--kubelet-preferred-address-types", "InternalIP",
 		"--allow-privileged=true",
+		"--requestheader-client-ca-file", pki("front-proxy-ca.crt"), "--requestheader-allowed-names", "front-proxy-client",
+		"--requestheader-username-headers", "X-Remote-User", "--requestheader-group-headers", "X-Remote-Group",
+		"--requestheader-extra-headers-prefix", "X-Remote-Extra-",
+		"--proxy-client-cert-file", pki("front-proxy-client.crt"), "--proxy-client-key-file", pki("front-proxy-client.key"),
 		"--cert-dir", c.path("pki", "apiserver-generated"),
 		"--profiling=false",
 	}
