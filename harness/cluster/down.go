@@ -35,20 +35,32 @@ func Down(dir string, out io.Writer) error {
 	}
 	did := false
 
-	var kubelets, rest []Process
+	// In tiers, each waited for: the kubelets (so none restarts a pod the fakes are tearing down), then
+	// everything else that talks to the API server, then the API server, then etcd and the relay. The API
+	// server, stopped together with etcd, spends its whole grace period retrying the store.
+	tiers := make([][]Process, 4)
+	n := 0
 	for _, p := range st.Procs {
 		if !p.alive() {
 			continue
 		}
-		if strings.HasSuffix(p.Name, "-kubelet") {
-			kubelets = append(kubelets, p)
-		} else {
-			rest = append(rest, p)
+		n++
+		switch {
+		case strings.HasSuffix(p.Name, "-kubelet"):
+			tiers[0] = append(tiers[0], p)
+		case p.Name == "kube-apiserver":
+			tiers[2] = append(tiers[2], p)
+		case p.Name == "etcd" || p.Name == "relay":
+			tiers[3] = append(tiers[3], p)
+		default:
+			tiers[1] = append(tiers[1], p)
 		}
 	}
-	for _, group := range [][]Process{kubelets, reverse(rest)} {
+	for _, group := range tiers {
 		if len(group) > 0 {
-			stop(group)
+			if killed := stop(group); len(killed) > 0 {
+				fmt.Fprintf(out, "killed after %v without exiting on TERM: %s\n", stopGrace, strings.Join(killed, ", "))
+			}
 			did = true
 		}
 	}
@@ -97,24 +109,17 @@ func Down(dir string, out io.Writer) error {
 	}
 	if did {
 		fmt.Fprintf(out, "cluster in %s stopped: %d process(es), its network namespaces and mounts are gone (logs kept in %s)\n",
-			dir, len(kubelets)+len(rest), filepath.Join(dir, "logs"))
+			dir, n, filepath.Join(dir, "logs"))
 	} else {
 		fmt.Fprintf(out, "no cluster running in %s: nothing to stop\n", dir)
 	}
 	return nil
 }
 
-func reverse(p []Process) []Process {
-	out := make([]Process, len(p))
-	for i := range p {
-		out[len(p)-1-i] = p[i]
-	}
-	return out
-}
-
-// stop sends TERM to each process, waits for all of them up to stopGrace, then KILLs what is left. Each
-// was started in a session of its own, so its process group is its pid: children it forked go too.
-func stop(procs []Process) {
+// stop sends TERM to each process, waits for all of them up to stopGrace, then KILLs what is left, and
+// returns the names of those. Each was started in a session of its own, so its process group is its pid:
+// children it forked go too.
+func stop(procs []Process) (killed []string) {
 	for _, p := range procs {
 		syscall.Kill(-p.PID, syscall.SIGTERM)
 		syscall.Kill(p.PID, syscall.SIGTERM)
@@ -128,7 +133,7 @@ func stop(procs []Process) {
 			}
 		}
 		if alive == 0 {
-			return
+			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -136,6 +141,7 @@ func stop(procs []Process) {
 		if p.alive() {
 			syscall.Kill(-p.PID, syscall.SIGKILL)
 			syscall.Kill(p.PID, syscall.SIGKILL)
+			killed = append(killed, p.Name)
 		}
 	}
 	for end := time.Now().Add(stopGrace); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
@@ -144,9 +150,10 @@ func stop(procs []Process) {
 			left = left || p.alive()
 		}
 		if !left {
-			return
+			return killed
 		}
 	}
+	return killed
 }
 
 // mountsUnder lists the mount points at or below dir in this mount namespace (the kubelets run in the
