@@ -368,3 +368,38 @@ func TestDownIsIdempotent(t *testing.T) {
 		}
 	}
 }
+
+// Issue 14's first check: a node with an empty CNI conf dir is NotReady, its Ready condition saying
+// "cni plugin not initialized" (cri-fake's NetworkReady=false, as containerd words it, passed on by the
+// kubelet); the conflist dropped in makes it Ready without a restart.
+func TestClusterEmptyCNI(t *testing.T) {
+	c := upCluster(t, 1, "--empty-cni")
+	var n corev1.Node
+	c.waitFor("node1 NotReady with cni plugin not initialized", 60*time.Second, func() (bool, string) {
+		if err := c.getJSON(&n, "node", "node1"); err != nil {
+			return false, err.Error()
+		}
+		ready, desc := nodeReady(&n)
+		return !ready && strings.Contains(desc, "cni plugin not initialized"), desc
+	})
+	t.Logf("kubectl get nodes:\n%s", c.mustKubectl("get", "nodes"))
+	conf, err := os.ReadFile(filepath.Join(c.dir, "nodes", "node1", "cni", "plugsim.conflist"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Through a rename, as a CNI installer DaemonSet writes it: cri-fake never reads half a file.
+	tmp := filepath.Join(c.dir, "nodes", "node1", "cni", "10-plugsim.conflist.tmp")
+	if err := os.WriteFile(tmp, conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(c.dir, "nodes", "node1", "cni", "net.d", "10-plugsim.conflist")); err != nil {
+		t.Fatal(err)
+	}
+	took := c.waitFor("node1 Ready", 120*time.Second, func() (bool, string) {
+		if err := c.getJSON(&n, "node", "node1"); err != nil {
+			return false, err.Error()
+		}
+		return nodeReady(&n)
+	})
+	t.Logf("conflist in → node1 Ready: %v", took.Round(100*time.Millisecond))
+}
