@@ -658,11 +658,7 @@ func (c *upRun) node(i int) error {
 		// Without it the kubelet resolves its host name through DNS (no server in reach: 10 s a lookup).
 		"--node-ip", ip,
 	})
-	if err != nil {
-		return err
-	}
-	// The conflist this node's pods get, with its pod CIDR once the controller-manager has allocated it.
-	return nil
+	return err
 }
 
 // kubeletConfig is a node's KubeletConfiguration: the standalone suite's settings for this machine (no
