@@ -6,6 +6,8 @@ BIN     := $(CURDIR)/bin
 TOOLS   := harness/tools
 KUBELET := harness/tools/kubelet
 SIDECARS := harness/tools/sidecars
+KUBE    := harness/tools/kube
+ETCD    := harness/tools/etcd
 KUBE_VERSION := v1.37.2
 # Packages that need root (network namespaces, iptables, mounts) skip with a message when not root.
 TEST_FLAGS ?= -race -count=1 -timeout 15m
@@ -16,7 +18,7 @@ TOOL_BINS  := crictl critest csi-sanity cnitool portmap host-local bridge noop
 # The real CSI sidecars a cluster runs against csi-fake, pinned in harness/tools/sidecars/go.mod.
 SIDECAR_BINS := csi-provisioner csi-attacher csi-resizer csi-snapshotter snapshot-controller
 
-.PHONY: help build tools kubelet sidecars deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet bench demo clean
+.PHONY: help build tools kubelet sidecars control-plane cluster cluster-down e2e-cluster deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet bench demo clean
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z0-9-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -73,6 +75,37 @@ $(BIN)/snapshot-crds/.stamp: $(SIDECARS)/go.mod $(SIDECARS)/go.sum
 		done; done
 	@touch $@
 
+# Without these the components report v0.0.0-master, and a kubelet newer than its API server by that is refused.
+KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 \
+	-X k8s.io/component-base/version.gitMinor=37 \
+	-X k8s.io/component-base/version.gitTreeState=clean
+
+control-plane: $(BIN)/kube $(BIN)/kubectl $(BIN)/etcd ## build etcd v3.6.16 and kube-apiserver, -controller-manager, -scheduler, kubectl v1.37.2 (one binary, bin/kube)
+
+# One multi-call binary (harness/tools/kube/main.go): apiserver, controller-manager, scheduler and kubectl.
+$(BIN)/kube: $(KUBE)/go.mod $(KUBE)/go.sum $(KUBE)/main.go
+	@mkdir -p $(BIN)
+	@echo "building kube-apiserver, kube-controller-manager, kube-scheduler and kubectl $(KUBE_VERSION) as bin/kube: minutes on 2 cores"
+	cd $(KUBE) && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" .
+
+$(BIN)/kubectl: $(BIN)/kube
+	ln -sf kube $@
+
+$(BIN)/etcd: $(ETCD)/go.mod $(ETCD)/go.sum $(ETCD)/main.go
+	@mkdir -p $(BIN)
+	cd $(ETCD) && $(GO) build -o $@ .
+
+CLUSTER_DIR ?= /tmp/plugsim-cluster
+NODES       ?= 1
+
+# As root: the control plane and NODES kubelets on the fakes, each node in a network namespace of its own.
+cluster: deps build $(BIN)/portmap kubelet control-plane sidecars ## start a cluster (NODES=1) in CLUSTER_DIR: etcd, API server, controllers, scheduler, kubelets on the fakes
+	$(BIN)/harness cluster up --nodes $(NODES) --dir $(CLUSTER_DIR)
+
+cluster-down: ## stop the cluster in CLUSTER_DIR and remove what it left (namespaces, mounts, processes)
+	$(BIN)/harness cluster down --dir $(CLUSTER_DIR)
+
 deps: ## install what the kernel-touching tests need (iptables, iproute2), when root
 	@missing=""; \
 	for c in iptables:iptables ip:iproute2 nsenter:util-linux unshare:util-linux; do \
@@ -102,7 +135,7 @@ test: deps build tools fmt-check vet ## gofmt check, go vet, and go test -race .
 	$(GO) test $(TEST_FLAGS) ./...
 	cd $(CLIENTS) && $(GO) test $(TEST_FLAGS) ./...
 
-e2e: e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet ## every end-to-end suite against the real clients (critest, csi-sanity, cnitool, portmap, kubelet)
+e2e: e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet e2e-cluster ## every end-to-end suite against the real clients (critest, csi-sanity, cnitool, portmap, kubelet)
 
 e2e-cri: deps build tools ## critest and crictl against cri-fake
 	$(GO) test -tags e2e $(E2E_FLAGS) ./cri-fake/e2e/
@@ -118,6 +151,9 @@ e2e-harness: deps build tools ## every example scenario, kubelet load, record an
 
 e2e-kubelet: deps build tools kubelet ## a real kubelet v1.37.2 runs static pods on the fakes, in a throw-away netns (root)
 	$(GO) test -tags e2e $(E2E_FLAGS) ./examples/kubelet/
+
+e2e-cluster: deps build $(BIN)/portmap kubelet control-plane sidecars ## a whole cluster on the fakes: harness cluster up, kubectl checks, down leaves nothing (root)
+	$(GO) test -tags e2e $(E2E_FLAGS) ./harness/cluster/e2e/
 
 bench: build tools ## benchmarks, each compared in the same run with its reference
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...

@@ -35,6 +35,7 @@ Commands:
   trace TRACE...     draw recorded trace files as text, Mermaid (--mermaid) or SVG (--svg)
   up                 start the fakes under one directory and keep them up (--dir DIR)
   down               stop what 'harness up' started (--dir DIR)
+  cluster up|down    a whole cluster on the fakes: control plane, N nodes with real kubelets (root)
   methods cri|csi    list the CRI or CSI methods a scenario step can call
 
 Examples:
@@ -60,6 +61,7 @@ var commands = map[string]command{
 	"up":      {cmdUp, "start the fakes"},
 	"down":    {cmdDown, "stop the fakes"},
 	"methods": {cmdMethods, "list methods"},
+	"cluster": {cmdCluster, "a whole cluster"},
 }
 
 // exitError carries an exit code without printing anything more.

@@ -1,0 +1,73 @@
+// Package cluster starts a whole Kubernetes cluster on plugsim's fakes, on one machine, with no container
+// runtime: etcd v3.6.16 and kube-apiserver, kube-controller-manager, kube-scheduler v1.37.2 as local
+// processes in a control-plane network namespace, and N nodes, each a network namespace of its own that
+// holds a real kubelet v1.37.2, cri-fake (real pod network namespaces, the cni-fake → portmap chain) and
+// csi-fake's node plugin. `harness cluster up` and `harness cluster down` drive it; see harness/README.md.
+//
+// The network, all of it in benchmarking addresses (RFC 2544, 198.18.0.0/15), which nothing routes:
+//
+//	control-plane netns: bridge plugsim0 198.18.0.1/24, etcd on 127.0.0.1:2379, API server on :6443
+//	node i netns:        eth0 198.18.0.(10+i)/24, its veth peer on the bridge; pods from its podCIDR
+//	pod CIDRs:           198.18.128.0/17, a /24 per node (controller-manager --allocate-node-cidrs)
+//	services:            198.19.0.0/16 (198.19.0.1 is the kubernetes Service)
+//
+// No namespace has a link to the host's: nothing can leave the machine. kubectl in the host's namespace
+// reaches the API server through a relay (a harness process listening on the host's 127.0.0.1 that dials
+// each connection from inside the control-plane namespace), so nothing is added to the host's interfaces
+// or routes.
+package cluster
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
+)
+
+// The cluster's addresses (see the package comment).
+const (
+	bridgeName  = "plugsim0"
+	nodeSubnet  = "198.18.0.0/24"
+	cpAddr      = "198.18.0.1"
+	clusterCIDR = "198.18.128.0/17"
+	nodeMask    = 24
+	serviceCIDR = "198.19.0.0/16"
+	serviceIP   = "198.19.0.1" // the first address of serviceCIDR: the API server's Service
+	apiPort     = 6443
+	etcdURL     = "http://127.0.0.1:2379"
+	// MaxNodes keeps node addresses inside nodeSubnet (198.18.0.11 to .250) and pod CIDRs inside
+	// clusterCIDR (128 /24s).
+	MaxNodes = 128
+)
+
+// nodeIP is node i's address (i from 1).
+func nodeIP(i int) string {
+	a := netip.MustParseAddr("198.18.0.10").As4()
+	a[3] += byte(i)
+	return netip.AddrFrom4(a).String()
+}
+
+// nodeName is node i's name, its Node object's and its kubelet's --hostname-override.
+func nodeName(i int) string { return fmt.Sprintf("node%d", i) }
+
+// PrefixFor names the network namespaces of the cluster in dir: plugsim-<hash of dir>, so two clusters in
+// two directories never share one, and `down` finds them from the directory alone.
+func PrefixFor(dir string) string {
+	h := sha256.Sum256([]byte(dir))
+	return "plugsim-" + hex.EncodeToString(h[:3])
+}
+
+func nsPath(name string) string { return filepath.Join("/var/run/netns", name) }
+
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+func ips(s ...string) []net.IP {
+	var out []net.IP
+	for _, a := range s {
+		out = append(out, net.ParseIP(a))
+	}
+	return out
+}

@@ -1,0 +1,194 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// stopGrace is how long a process gets between TERM and KILL.
+const stopGrace = 10 * time.Second
+
+// Down stops the cluster in dir and takes away what it made: its processes (kubelets first, so none
+// restarts a pod the fakes are tearing down), every mount under dir (each kubelet's bind-mounted root dir,
+// the tmpfs of secret and projected volumes, cri-fake's pod network namespaces), and its network
+// namespaces (with them the veths, routes and portmap's iptables rules, which live only there). It keeps
+// the logs and the certificates. With nothing to stop it does nothing and says so.
+func Down(dir string, out io.Writer) error {
+	st, err := ReadState(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		// No state: `up` never ran here, or `down` already ran. Namespaces named for dir can still be
+		// there if `up` crashed before its first save; they are found by name.
+		st = &State{Dir: dir, Prefix: PrefixFor(dir)}
+	} else if err != nil {
+		return err
+	}
+	did := false
+
+	// In tiers, each waited for: the kubelets (so none restarts a pod the fakes are tearing down), then
+	// everything else that talks to the API server, then the API server, then etcd and the relay. The API
+	// server, stopped together with etcd, spends its whole grace period retrying the store.
+	tiers := make([][]Process, 4)
+	n := 0
+	for _, p := range st.Procs {
+		if !p.alive() {
+			continue
+		}
+		n++
+		switch {
+		case strings.HasSuffix(p.Name, "-kubelet"):
+			tiers[0] = append(tiers[0], p)
+		case p.Name == "kube-apiserver":
+			tiers[2] = append(tiers[2], p)
+		case p.Name == "etcd" || p.Name == "relay":
+			tiers[3] = append(tiers[3], p)
+		default:
+			tiers[1] = append(tiers[1], p)
+		}
+	}
+	for _, group := range tiers {
+		if len(group) > 0 {
+			if killed := stop(group); len(killed) > 0 {
+				fmt.Fprintf(out, "killed after %v without exiting on TERM: %s\n", stopGrace, strings.Join(killed, ", "))
+			}
+			did = true
+		}
+	}
+
+	// Deepest first: a mount under another must go before it.
+	for i := 0; i < 5; i++ {
+		m := mountsUnder(dir)
+		if len(m) == 0 {
+			break
+		}
+		did = true
+		sort.Slice(m, func(a, b int) bool { return len(m[a]) > len(m[b]) })
+		for _, p := range m {
+			unix.Unmount(p, unix.MNT_DETACH)
+		}
+	}
+	if m := mountsUnder(dir); len(m) > 0 {
+		return fmt.Errorf("mounts left under %s: %s", dir, strings.Join(m, ", "))
+	}
+
+	names := append([]string{}, st.Netns...)
+	if entries, err := os.ReadDir("/var/run/netns"); err == nil {
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), st.Prefix+"-") {
+				names = append(names, e.Name())
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if _, err := os.Stat(nsPath(n)); err != nil {
+			continue
+		}
+		if out, err := exec.Command("ip", "netns", "del", n).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip netns del %s: %v: %s", n, err, strings.TrimSpace(string(out)))
+		}
+		did = true
+	}
+
+	if err := os.Remove(filepath.Join(dir, StateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if did {
+		fmt.Fprintf(out, "cluster in %s stopped: %d process(es), its network namespaces and mounts are gone (logs kept in %s)\n",
+			dir, n, filepath.Join(dir, "logs"))
+	} else {
+		fmt.Fprintf(out, "no cluster running in %s: nothing to stop\n", dir)
+	}
+	return nil
+}
+
+// stop sends TERM to each process, waits for all of them up to stopGrace, then KILLs what is left, and
+// returns the names of those. Each was started in a session of its own, so its process group is its pid:
+// children it forked go too.
+func stop(procs []Process) (killed []string) {
+	for _, p := range procs {
+		syscall.Kill(-p.PID, syscall.SIGTERM)
+		syscall.Kill(p.PID, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(stopGrace)
+	for time.Now().Before(deadline) {
+		alive := 0
+		for _, p := range procs {
+			if p.alive() {
+				alive++
+			}
+		}
+		if alive == 0 {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, p := range procs {
+		if p.alive() {
+			syscall.Kill(-p.PID, syscall.SIGKILL)
+			syscall.Kill(p.PID, syscall.SIGKILL)
+			killed = append(killed, p.Name)
+		}
+	}
+	for end := time.Now().Add(stopGrace); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		left := false
+		for _, p := range procs {
+			left = left || p.alive()
+		}
+		if !left {
+			return killed
+		}
+	}
+	return killed
+}
+
+// mountsUnder lists the mount points at or below dir in this mount namespace (the kubelets run in the
+// host's: only their network namespace is their own).
+func mountsUnder(dir string) []string {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		// Field 5 is the mount point, with spaces and such escaped as octal (\040).
+		mp := unescapeMount(f[4])
+		if mp == dir || strings.HasPrefix(mp, dir+"/") {
+			out = append(out, mp)
+		}
+	}
+	return out
+}
+
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

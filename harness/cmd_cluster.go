@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/plugsim/plugsim/harness/cluster"
+)
+
+func cmdCluster(args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: harness cluster up|down [flags] (harness cluster up --help)")
+	}
+	switch args[0] {
+	case "up":
+		return cmdClusterUp(args[1:])
+	case "down":
+		return cmdClusterDown(args[1:])
+	case "relay":
+		return cmdClusterRelay(args[1:])
+	}
+	return fmt.Errorf("unknown cluster command %q: up or down", args[0])
+}
+
+func cmdClusterUp(args []string) error {
+	fs := newFlags("cluster up", "[--nodes N] [--dir DIR] [flags]", `Starts a Kubernetes cluster on plugsim's fakes, as root, with no container runtime: etcd v3.6.16 and
+kube-apiserver, kube-controller-manager, kube-scheduler v1.37.2 in a control-plane network namespace,
+and N nodes, each a network namespace of its own holding a real kubelet v1.37.2, cri-fake (real pod
+network namespaces, the cni-fake → portmap chain with the node's podCIDR) and csi-fake's node plugin.
+The CSI controller (csi-fake) runs with the real sidecars found in the bin dir. Every address is in
+198.18.0.0/15 and no namespace is linked to the host's; kubectl reaches the API server through a relay
+on the host's 127.0.0.1. It returns once every node is Ready, leaving the cluster running; DIR keeps
+the kubeconfig, certificates, logs and each node's files. Stop it with 'harness cluster down --dir DIR'.
+`)
+	dir := fs.String("dir", "/tmp/plugsim-cluster", "directory for the cluster's state, certificates, logs and nodes (new, empty, or a cluster's from before)")
+	nodes := fs.Int("nodes", 1, fmt.Sprintf("how many nodes (1 to %d)", cluster.MaxNodes))
+	port := fs.Int("port", 0, "the API server's port on the host's 127.0.0.1 (through the relay); 0 picks a free one")
+	binDir := fs.String("bin-dir", "", "directory holding etcd, kube, kubectl, kubelet, cri-fake, csi-fake, cni-fake, portmap (default $PLUGSIM_BIN, or beside the harness binary)")
+	emptyCNI := fs.Bool("empty-cni", false, "start the nodes with an empty CNI conf dir: NotReady (cni plugin not initialized) until DIR/nodes/NODE/cni/plugsim.conflist is copied into DIR/nodes/NODE/cni/net.d")
+	timeout := fs.Duration("timeout", 5*time.Minute, "give up (and stop everything) when the cluster is not up within this")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	bin, err := toolDir(*binDir)
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	// Ctrl-C while it starts stops what was started (the components run in sessions of their own, so
+	// the terminal's interrupt does not reach them).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	if err := cluster.Up(cluster.Options{Context: ctx, Dir: abs, Nodes: *nodes, BinDir: bin, Port: *port, EmptyCNI: *emptyCNI,
+		Relay: []string{exe, "cluster", "relay"}, Out: os.Stdout, Timeout: *timeout}); err != nil {
+		return err
+	}
+	st, err := cluster.ReadState(abs)
+	if err != nil {
+		return err
+	}
+	kc := filepath.Join(abs, "kubeconfig")
+	kubectl := filepath.Join(bin, "kubectl")
+	ready := "Ready"
+	if *emptyCNI {
+		ready = "registered (NotReady until a conflist is in its CNI conf dir)"
+	}
+	fmt.Printf(`
+cluster up in %s: %d node(s) %s after %.1fs; API server on https://127.0.0.1:%d (relay)
+Try:
+  export KUBECONFIG=%s
+  %s get nodes -o wide
+  %s get pods -A
+  %s run web --image=nginx:1.27 --port 80 && %s get pods -o wide -w
+  %s logs web;  %s exec web -- ls /
+  %s get csinodes;  %s get runtimeclass
+Each node's files (kubelet config and logs, cri-fake and csi-fake traces) are in %s/nodes/NODE, the
+components' logs in %s/logs.
+Stop it with: harness cluster down --dir %s
+`, abs, *nodes, ready, time.Since(start).Seconds(), st.Port, kc, kubectl, kubectl, kubectl, kubectl, kubectl, kubectl, kubectl, kubectl, abs, abs, abs)
+	return nil
+}
+
+func cmdClusterDown(args []string) error {
+	fs := newFlags("cluster down", "[--dir DIR]", `Stops the cluster 'harness cluster up --dir DIR' started, also after a crash of 'up': its processes,
+every mount under DIR, its network namespaces (and with them its veths, routes and iptables rules).
+Logs and certificates stay in DIR. A second 'down' does nothing.
+`)
+	dir := fs.String("dir", "/tmp/plugsim-cluster", "the directory given to 'harness cluster up'")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("needs root: it deletes network namespaces and unmounts the kubelets' mounts")
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	return cluster.Down(abs, os.Stdout)
+}
+
+// cmdClusterRelay is the relay process `up` starts (not for users): it serves the listening socket it
+// inherits as fd 3.
+func cmdClusterRelay(args []string) error {
+	fs := flag.NewFlagSet("harness cluster relay", flag.ContinueOnError)
+	fs.String("dir", "", "the cluster's directory (names the process for 'down')")
+	netns := fs.String("netns", "", "the network namespace to dial in")
+	target := fs.String("target", "", "host:port to dial there")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ln, err := net.FileListener(os.NewFile(3, "listener"))
+	if err != nil {
+		return fmt.Errorf("the listening socket (fd 3): %w", err)
+	}
+	return cluster.Relay(ln, *netns, *target, log.New(os.Stderr, "", log.LstdFlags))
+}
+
+// toolDir is --bin-dir, else $PLUGSIM_BIN, else the harness binary's own directory.
+func toolDir(flagValue string) (string, error) {
+	d := flagValue
+	if d == "" {
+		d = os.Getenv("PLUGSIM_BIN")
+	}
+	if d == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", err
+		}
+		d = filepath.Dir(exe)
+	}
+	return filepath.Abs(d)
+}
