@@ -24,7 +24,7 @@ type Section struct {
 }
 
 // Roles says which Kubernetes component makes a CSI call, per the CSI sidecars and the kubelet
-// (research/csi.md §3.2–3.5): the external-provisioner creates and deletes volumes, the
+// (external-provisioner cmd/csi-provisioner, external-attacher pkg/controller/csi_handler.go, kubelet pkg/volume/csi): the external-provisioner creates and deletes volumes, the
 // external-attacher publishes them to nodes, the kubelet does everything on the node.
 var Roles = map[string]string{
 	"CreateVolume":              "external-provisioner",

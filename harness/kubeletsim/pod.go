@@ -1,8 +1,9 @@
 // Package kubeletsim plays the kubelet's side of CRI and CSI: the calls a real kubelet v1.37 makes,
 // in its order, for starting up, starting a pod (sandbox, then init containers one at a time, then
 // the app containers), the PLEG relist, stopping and removing a pod, and mounting a PVC through a
-// CSI driver. Each sequence cites the kubelet code it follows (see research/cri.md §3 and
-// research/csi.md §3.5). It drives any endpoint, and runs those sequences as load.
+// CSI driver. Each sequence cites the kubelet code it follows (kubernetes/kubernetes
+// pkg/kubelet/kuberuntime/kuberuntime_manager.go and pkg/volume/csi/csi_attacher.go,
+// csi_mounter.go). It drives any endpoint, and runs those sequences as load.
 package kubeletsim
 
 import (
@@ -172,7 +173,7 @@ func (k *Kubelet) SandboxConfig(p Pod) *runtimeapi.PodSandboxConfig {
 
 // StartPod runs kuberuntime.SyncPod for a new pod: RunPodSandbox → PodSandboxStatus (pod IPs),
 // then each init container, one at a time, started and waited for until it has exited with 0,
-// then the app containers (research/cri.md §3.3).
+// then the app containers (kuberuntime_manager.go SyncPod).
 func (k *Kubelet) StartPod(ctx context.Context, p Pod) (*Running, error) {
 	ctx = As(ctx, "kubelet")
 	cfg := k.SandboxConfig(p)
@@ -396,7 +397,7 @@ func (k *Kubelet) PodStatus(ctx context.Context, uid string) (map[string]runtime
 
 // StopPod is killPodWithSyncResult: every running container stopped in parallel (NotFound
 // tolerated), then StopPodSandbox, then GetPodStatus, where a container still running is the
-// "CRI violation" the kubelet reports (research/cri.md §3.4).
+// "CRI violation" the kubelet reports (kuberuntime_manager.go killPodWithSyncResult).
 func (k *Kubelet) StopPod(ctx context.Context, r *Running, grace int64) error {
 	ctx = As(ctx, "kubelet")
 	var wg sync.WaitGroup

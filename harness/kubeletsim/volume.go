@@ -52,7 +52,7 @@ func (s *Storage) do(method string, f func() error) error {
 }
 
 // Discover makes the start-up calls: the sidecars' GetPluginInfo, GetPluginCapabilities and
-// ControllerGetCapabilities (research/csi.md §3.2, §3.3), and the kubelet's registration-time
+// ControllerGetCapabilities (external-provisioner cmd/csi-provisioner/csi-provisioner.go, external-attacher cmd/csi-attacher/main.go), and the kubelet's registration-time
 // NodeGetInfo plus NodeGetCapabilities before staging (§3.4, §3.5).
 func (s *Storage) Discover(ctx context.Context) error {
 	pctx, kctx := As(ctx, "external-provisioner"), As(ctx, "kubelet")
