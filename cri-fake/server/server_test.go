@@ -200,7 +200,10 @@ func TestStateDirSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctr, err := c.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod.PodSandboxId, Config: &runtimeapi.ContainerConfig{
-		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox"}, Labels: map[string]string{"l": "v"}}})
+		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox"}, Labels: map[string]string{"l": "v"},
+		// busybox's own command, sh, exits at once without a stdin: the container must still
+		// be running when the server closes.
+		Command: []string{"sleep", "3600"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
