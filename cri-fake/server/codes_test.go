@@ -16,11 +16,11 @@ import (
 	"github.com/plugsim/plugsim/internal/endpoint"
 )
 
-// startUpstream serves k8s.io/cri-client/pkg/fake, the upstream fake, on a socket of the test's.
-func startUpstream(t testing.TB) clients {
+// startUpstream serves k8s.io/cri-client/pkg/fake, the upstream fake, on a socket in dir.
+func startUpstream(t testing.TB, dir string) clients {
 	t.Helper()
 	f := crifake.NewFakeRemoteRuntime()
-	ep := endpoint.URL(filepath.Join(t.TempDir(), "upstream.sock"))
+	ep := endpoint.URL(filepath.Join(dir, "upstream.sock"))
 	if err := f.Start(ep); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func startUpstream(t testing.TB) clients {
 // NotFound, and accepts what containerd refuses.
 func TestErrorCodesBesideTheUpstreamFake(t *testing.T) {
 	_, ours := start(t, Options{})
-	upstream := startUpstream(t)
+	upstream := startUpstream(t, t.TempDir())
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name           string
@@ -112,8 +112,9 @@ func TestErrorCodesBesideTheUpstreamFake(t *testing.T) {
 // child process).
 func TestSandboxWithoutMetadataBesideTheUpstreamFake(t *testing.T) {
 	req := &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{}}
-	if os.Getenv("PLUGSIM_UPSTREAM_CHILD") == "1" {
-		startUpstream(t).rt.RunPodSandbox(context.Background(), req)
+	if dir := os.Getenv("PLUGSIM_UPSTREAM_CHILD_DIR"); dir != "" {
+		// The child dies in the call, before any cleanup: its socket goes in the parent's dir.
+		startUpstream(t, dir).rt.RunPodSandbox(context.Background(), req)
 		return
 	}
 	_, ours := start(t, Options{})
@@ -121,7 +122,7 @@ func TestSandboxWithoutMetadataBesideTheUpstreamFake(t *testing.T) {
 		t.Errorf("cri-fake: %v, want InvalidArgument", err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSandboxWithoutMetadataBesideTheUpstreamFake$")
-	cmd.Env = append(os.Environ(), "PLUGSIM_UPSTREAM_CHILD=1")
+	cmd.Env = append(os.Environ(), "PLUGSIM_UPSTREAM_CHILD_DIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "nil pointer dereference") {
 		t.Errorf("upstream fake: the child ended with %v, the README says it panics:\n%s", err, out)
