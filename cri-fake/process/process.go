@@ -618,8 +618,8 @@ const MaxExecSyncOutput = 16 << 20
 // table, as critest's "execSync with timeout" checks with pgrep) and
 // ErrExecTimeout is returned with the output so far.
 func (p *Process) ExecSync(ctx context.Context, args []string, timeout time.Duration) (stdout, stderr []byte, exitCode int, err error) {
-	out := &cappedOutput{remain: MaxExecSyncOutput}
-	so, se := &cappedStream{o: out}, &cappedStream{o: out}
+	out := newCappedOutput(MaxExecSyncOutput)
+	so, se := &out.stdout, &out.stderr
 	e, err := p.Exec(ctx, ExecSpec{Args: args, Stdout: so, Stderr: se})
 	if err != nil {
 		return nil, nil, 0, err
@@ -671,8 +671,15 @@ func (p *Process) ExecStream(ctx context.Context, args []string, in io.Reader, o
 // cappedOutput is the output of an ExecSync: its streams share one budget of remain bytes, and
 // what does not fit is dropped (the writer is told it was written, so the command goes on).
 type cappedOutput struct {
-	mu     sync.Mutex
-	remain int
+	mu             sync.Mutex
+	remain         int
+	stdout, stderr cappedStream
+}
+
+func newCappedOutput(limit int) *cappedOutput {
+	o := &cappedOutput{remain: limit}
+	o.stdout.o, o.stderr.o = o, o
+	return o
 }
 
 type cappedStream struct {

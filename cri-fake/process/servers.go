@@ -355,11 +355,11 @@ func netexec(p *proc, port int) int {
 	mux.HandleFunc("/shell", func(w http.ResponseWriter, r *http.Request) {
 		// agnhost answers with the command's whole output; it is kept to ExecSync's bound, so
 		// `/shell?cmd=cat /dev/zero` cannot fill cri-fake's memory.
-		out := cappedStream{o: &cappedOutput{remain: MaxExecSyncOutput}}
+		out := &newCappedOutput(MaxExecSyncOutput).stdout
 		exe, err := p.c.lookPath("sh", p.env, p.dir)
 		result := map[string]string{}
 		if err == nil {
-			code, err := p.spawn(exe, []string{"sh", "-c", r.FormValue("cmd")}, p.env, p.dir, io3{in: strings.NewReader(""), out: &out, err: &out}, false)
+			code, err := p.spawn(exe, []string{"sh", "-c", r.FormValue("cmd")}, p.env, p.dir, io3{in: strings.NewReader(""), out: out, err: out}, false)
 			switch {
 			case err != nil:
 				result["error"] = "fork/exec " + exe.path + ": resource temporarily unavailable" // Go's os/exec wording
