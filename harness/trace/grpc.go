@@ -120,7 +120,8 @@ func cutByDeadline(ctx context.Context, start, end time.Time) bool {
 // maxDeadlineSlack. The lag is the header's transit. Measured against cri-fake under go test
 // -race on two cores at a load average above 30, the time left to the server's deadline when a
 // cut call's handler returned was up to 55 ms for the first call of the process and at most 2 µs
-// for the calls after it.
+// for the calls after it. Many calls started at once on such a machine can have their headers
+// parsed later than that; a deadline-cut call among them may then still be traced Canceled.
 func deadlineSlack(start, deadline time.Time) time.Duration {
 	return min(deadline.Sub(start)/2, maxDeadlineSlack)
 }
