@@ -38,6 +38,12 @@ const (
 	serviceIP   = "198.19.0.1" // the first address of serviceCIDR: the API server's Service
 	apiPort     = 6443
 	etcdURL     = "http://127.0.0.1:2379"
+	// The CSI drivers of examples/csi/csidriver.yaml: csi-fake with a controller, and csi-fake
+	// --ephemeral-only on every node.
+	driverName      = "csi.plugsim.dev"
+	ephemeralDriver = "csi.ephemeral.plugsim.dev"
+	// extraRuntimeHandler is the runtime handler every node's cri-fake serves besides runc.
+	extraRuntimeHandler = "plugsim-gvisor"
 	// MaxNodes keeps node addresses inside nodeSubnet (198.18.0.11 to .250) and pod CIDRs inside
 	// clusterCIDR (128 /24s).
 	MaxNodes = 128

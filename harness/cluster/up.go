@@ -20,6 +20,8 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	corev1 "k8s.io/api/core/v1"
+
+	csiexample "github.com/plugsim/plugsim/examples/csi"
 )
 
 // Options say what `up` starts.
@@ -64,8 +66,8 @@ func Up(o Options) (err error) {
 	if !filepath.IsAbs(o.Dir) {
 		return fmt.Errorf("the directory must be absolute: %q", o.Dir)
 	}
-	// A unix socket path has at most 107 bytes; the deepest is each node's CSI socket.
-	if deepest := filepath.Join(o.Dir, "nodes", nodeName(o.Nodes), "kubelet/plugins/csi.plugsim.dev/csi.sock"); len(deepest) > 107 {
+	// A unix socket path has at most 107 bytes; the deepest is each node's socket of the ephemeral-only driver.
+	if deepest := filepath.Join(o.Dir, "nodes", nodeName(o.Nodes), "kubelet/plugins", ephemeralDriver, "csi.sock"); len(deepest) > 107 {
 		return fmt.Errorf("--dir %s is too long: the socket %s would pass the 107-byte limit of a unix socket path", o.Dir, deepest)
 	}
 	if o.Out == nil {
@@ -519,6 +521,18 @@ func (c *upRun) controlPlane() error {
 	if err := c.kubectl("apply", "-f", c.path("manifests", "rbac.yaml")); err != nil {
 		return err
 	}
+	// The CSIDriver objects and the StorageClasses of examples/csi, as a driver's deployment ships them:
+	// without a CSIDriver the kubelet treats csi.plugsim.dev as attach-required without pod info and
+	// refuses every inline volume, and without a default class a PVC naming none stays Pending.
+	for name, b := range map[string][]byte{"csidriver.yaml": csiexample.CSIDriver, "storageclass.yaml": csiexample.StorageClass} {
+		if err := os.WriteFile(c.path("manifests", name), b, 0o644); err != nil {
+			return err
+		}
+		if err := c.kubectl("apply", "-f", c.path("manifests", name)); err != nil {
+			return err
+		}
+	}
+	c.step("CSIDriver objects %s and %s, StorageClasses plugsim-fake (default) and example", driverName, ephemeralDriver)
 
 	cmKC := c.path("kubeconfigs", "controller-manager.kubeconfig")
 	cmArgs := []string{"kube-controller-manager",
@@ -603,7 +617,7 @@ func (c *upRun) node(i int) error {
 	}
 
 	nd := c.path("nodes", name)
-	for _, d := range []string{"kubelet/plugins_registry", "kubelet/plugins/csi.plugsim.dev", "logs", "cni/net.d", "cni/data", "cri", "state/cri", "state/csi"} {
+	for _, d := range []string{"kubelet/plugins_registry", "kubelet/plugins/" + driverName, "kubelet/plugins/" + ephemeralDriver, "logs", "cni/net.d", "cni/data", "cri", "state/cri", "state/csi", "state/csi-ephemeral"} {
 		if err := os.MkdirAll(filepath.Join(nd, d), 0o755); err != nil {
 			return err
 		}
@@ -631,16 +645,30 @@ func (c *upRun) node(i int) error {
 		"--endpoint", "unix://" + filepath.Join(nd, "cri.sock"),
 		"--root-dir", filepath.Join(nd, "cri"), "--state-dir", filepath.Join(nd, "state/cri"),
 		"--netns", "real", "--cni-conf-dir", filepath.Join(nd, "cni/net.d"), "--cni-bin-dir", c.o.BinDir,
+		// runc as containerd's default names it, and a second handler a RuntimeClass can name (what a node
+		// with gVisor installed would serve); any other handler fails RunPodSandbox as containerd's does.
+		"--runtime-handlers", "runc," + extraRuntimeHandler,
 		"--trace", filepath.Join(nd, "cri.jsonl"),
 	}); err != nil {
 		return err
 	}
-	csiSock := filepath.Join(nd, "kubelet/plugins/csi.plugsim.dev/csi.sock")
+	csiSock := filepath.Join(nd, "kubelet/plugins", driverName, "csi.sock")
 	if _, err := c.startProc(name+"-csi-fake", netns, c.bin("csi-fake"), []string{
 		"--endpoint", "unix://" + csiSock, "--mode", "node", "--node-id", name,
 		"--state-dir", filepath.Join(nd, "state/csi"),
 		"--register", "--plugin-registry-dir", filepath.Join(nd, "kubelet/plugins_registry"),
 		"--trace", filepath.Join(nd, "csi.jsonl"),
+	}); err != nil {
+		return err
+	}
+	// The ephemeral-only driver (like Calico's csi.tigera.io): a node plugin with no controller and no
+	// sidecar, registering itself so the kubelet adds it to the node's CSINode and publishes inline volumes.
+	if _, err := c.startProc(name+"-csi-fake-ephemeral", netns, c.bin("csi-fake"), []string{
+		"--ephemeral-only", "--driver-name", ephemeralDriver,
+		"--endpoint", "unix://" + filepath.Join(nd, "kubelet/plugins", ephemeralDriver, "csi.sock"), "--node-id", name,
+		"--state-dir", filepath.Join(nd, "state/csi-ephemeral"),
+		"--register", "--plugin-registry-dir", filepath.Join(nd, "kubelet/plugins_registry"),
+		"--trace", filepath.Join(nd, "csi-ephemeral.jsonl"),
 	}); err != nil {
 		return err
 	}
