@@ -427,9 +427,22 @@ func heapInUse() uint64 {
 
 // watchHeap samples the heap and stacks in use until the test ends; the function it returns
 // gives the highest sample so far.
+// heapGrowth is how far the peak rose above base; a collection between the two readings can
+// leave the peak below base, which is no growth (unsigned subtraction would wrap).
+func heapGrowth(peak, base uint64) uint64 {
+	if peak <= base {
+		return 0
+	}
+	return peak - base
+}
+
 func watchHeap(tb testing.TB) func() uint64 {
 	var mu sync.Mutex
-	var peak uint64
+	// The first sample is taken before returning, so a command that ends before the watcher's
+	// goroutine is first scheduled (a loaded machine) is still measured against something.
+	var first runtime.MemStats
+	runtime.ReadMemStats(&first)
+	peak := first.HeapInuse + first.StackInuse
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -492,7 +505,7 @@ func TestExecSyncOutputIsBounded(t *testing.T) {
 	out = nil
 	// Up to two results alive at once (the last one not yet collected) and append's slack:
 	// well under the 100 MB the first command wrote.
-	if grown := peak() - base; grown > 4*MaxExecSyncOutput {
+	if grown := heapGrowth(peak(), base); grown > 4*MaxExecSyncOutput {
 		t.Fatalf("heap grew by %d MiB while collecting (bound %d MiB)", grown>>20, MaxExecSyncOutput>>20)
 	}
 }
@@ -551,7 +564,7 @@ func TestPidsLimitBoundsMemory(t *testing.T) {
 	if stdout != "survived\n" || code != 0 {
 		t.Fatalf("f | f: %q %d", stdout, code)
 	}
-	if grown := peak() - base; grown > 128<<20 {
+	if grown := heapGrowth(peak(), base); grown > 128<<20 {
 		t.Fatalf("heap grew by %d MiB", grown>>20)
 	}
 	waitLong(t, "the processes' memory to be freed", func() bool { return heapInUse() < base+16<<20 })
@@ -614,7 +627,7 @@ func TestHeldInputIsBounded(t *testing.T) {
 			if strings.HasSuffix(tc.name, "streams") || strings.Contains(tc.name, "streams ") {
 				bound = 16 << 20
 			}
-			if grown := peak() - base; grown > bound {
+			if grown := heapGrowth(peak(), base); grown > bound {
 				t.Fatalf("heap grew by %d MiB (bound %d MiB)", grown>>20, bound>>20)
 			}
 		})
