@@ -84,6 +84,8 @@ func (s *Service) monitor(sb *store.Sandbox, c *store.Container, p Process) {
 
 // recordExit moves the container to EXITED with the process's exit; it is idempotent.
 func (s *Service) recordExit(sb *store.Sandbox, c *store.Container, p Process) {
+	s.exits.RLock()
+	defer s.exits.RUnlock()
 	if s.closing.Load() {
 		return // killed by Close: the container stays RUNNING in the saved state
 	}

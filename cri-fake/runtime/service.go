@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -77,6 +78,9 @@ type Service struct {
 	now        func() time.Time
 	version    string
 	closing    atomic.Bool
+	// exits is held (shared) by every recordExit while it records and saves an exit, and taken
+	// by Close, so that no exit is written to the state dir after Close returns.
+	exits sync.RWMutex
 }
 
 // New returns a runtime service with empty stores.
@@ -141,6 +145,9 @@ func (s *Service) Containers() *store.ContainerStore { return s.containers }
 // event streams.
 func (s *Service) Close() {
 	s.closing.Store(true)
+	// Wait for the exits being recorded now; those that come after see closing and return.
+	s.exits.Lock()
+	s.exits.Unlock()
 	for _, c := range s.containers.List() {
 		if p, ok := c.Task().(Process); ok {
 			p.Signal(syscall.SIGKILL)
