@@ -397,6 +397,10 @@ func containerTimes(fx *fixtures.Container, state string, pod *plannedPod, now t
 	}
 	st.StartedAt = started.UnixNano()
 	if state == fixtures.Running {
+		if started.After(now) {
+			// Its process starts now; an exit recorded later must not come before the start.
+			return st, 0, fmt.Errorf("startedAt %s is in the future: a RUNNING container's process starts when cri-fake does", started.Format(time.RFC3339Nano))
+		}
 		return st, created.UnixNano(), nil
 	}
 	finished := fx.FinishedAt

@@ -268,6 +268,8 @@ func TestPreloadRejectsBadFixtures(t *testing.T) {
 			`node.yaml: cri.containers[2] "init": finishedAt 2025-06-01T10:00:00Z is before startedAt 2025-06-01T10:01:00Z`},
 		{"created before its pod", func(f *fixtures.CRI) { f.Containers[2].CreatedAt = t0.Add(-time.Second) },
 			`node.yaml: cri.containers[2] "init": createdAt 2025-06-01T09:59:59Z is before its pod's createdAt 2025-06-01T10:00:00Z`},
+		{"running container started in the future", func(f *fixtures.CRI) { f.Containers[1].StartedAt = time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC) },
+			`node.yaml: cri.containers[1] "cart": startedAt 2999-01-01T00:00:00Z is in the future: a RUNNING container's process starts when cri-fake does`},
 		{"bad env", func(f *fixtures.CRI) { f.Containers[0].Env = []string{"NOVALUE"} },
 			`node.yaml: cri.containers[0] "main": env[0] "NOVALUE": want NAME=value`},
 		{"bad IP", func(f *fixtures.CRI) { f.Pods[0].IPs = []string{"10.88.1"} },
