@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,34 +8,9 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
-)
 
-// treeOf describes every entry under dir (path, mode, size, a file's content), to compare a
-// directory before and after a call.
-func treeOf(t testing.TB, dir string) string {
-	t.Helper()
-	var b strings.Builder
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := e.Info()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(&b, "%s %v %d", p, fi.Mode(), fi.Size())
-		if fi.Mode().IsRegular() {
-			c, _ := os.ReadFile(p)
-			fmt.Fprintf(&b, " %q", c)
-		}
-		b.WriteByte('\n')
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
-}
+	"github.com/plugsim/plugsim/internal/victimtest"
+)
 
 // hostileSetup is one test directory: <root>/data is cni-fake's dataDir, <root>/victim is outside
 // it, with a file and a subdirectory the calls must never touch.
@@ -57,7 +30,7 @@ func newHostileSetup(t testing.TB) *hostileSetup {
 	return h
 }
 
-func (h *hostileSetup) victimTree(t testing.TB) string { return treeOf(t, h.victim) }
+func (h *hostileSetup) victimTree(t testing.TB) string { return victimtest.Tree(t, h.victim) }
 
 // TestHostileNamesNeverLeaveTheDataDir execs cni-fake with every name that becomes a file name
 // (the network name: <dataDir>/<name>/leases.json) or reaches a lease record, a link or the log

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/plugsim/plugsim/csi-fake/state"
+	"github.com/plugsim/plugsim/internal/victimtest"
 )
 
 // victim is a directory outside every directory a driver under test owns, with a file and a
@@ -36,39 +37,13 @@ func plantVictim(t testing.TB) *victim {
 	if err := os.WriteFile(filepath.Join(v.dir, "sub", "more.txt"), []byte("nor this"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	v.before = snapshotTree(t, filepath.Dir(v.dir))
+	v.before = victimtest.Tree(t, filepath.Dir(v.dir))
 	return v
-}
-
-// snapshotTree describes every entry under dir: path, mode, size and, for files, content.
-func snapshotTree(t testing.TB, dir string) string {
-	t.Helper()
-	var b strings.Builder
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := e.Info()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(&b, "%s %v %d", p, fi.Mode(), fi.Size())
-		if fi.Mode().IsRegular() {
-			c, _ := os.ReadFile(p)
-			fmt.Fprintf(&b, " %q", c)
-		}
-		b.WriteByte('\n')
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("walk %s: %v", dir, err)
-	}
-	return b.String()
 }
 
 func (v *victim) intact(t testing.TB) {
 	t.Helper()
-	if now := snapshotTree(t, filepath.Dir(v.dir)); now != v.before {
+	if now := victimtest.Tree(t, filepath.Dir(v.dir)); now != v.before {
 		t.Fatalf("the victim outside the driver's directories changed:\nbefore:\n%s\nafter:\n%s", v.before, now)
 	}
 }
@@ -237,7 +212,7 @@ func TestHostileIDsRefusedEverywhere(t *testing.T) {
 			v := plantVictim(t)
 			d := newTestDriver(t, m.mut)
 			pods, staging := t.TempDir(), t.TempDir()
-			data, co := snapshotTree(t, d.cfg.DataDir), snapshotTree(t, pods)
+			data, co := victimtest.Tree(t, d.cfg.DataDir), victimtest.Tree(t, pods)
 			for _, h := range hostileIDs(t, d, v) {
 				for _, rpc := range rpcsWithID(t, d, h.id, pods, staging) {
 					err := rpc.call()
@@ -255,10 +230,10 @@ func TestHostileIDsRefusedEverywhere(t *testing.T) {
 				}
 			}
 			v.intact(t)
-			if now := snapshotTree(t, d.cfg.DataDir); now != data {
+			if now := victimtest.Tree(t, d.cfg.DataDir); now != data {
 				t.Errorf("the data directory changed:\n%s", now)
 			}
-			if now := snapshotTree(t, pods); now != co {
+			if now := victimtest.Tree(t, pods); now != co {
 				t.Errorf("the CO's directory changed:\n%s", now)
 			}
 			d.store.View(func(s *state.Data) {
@@ -439,8 +414,8 @@ func TestTargetPaths(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, target, v)
 			}
-			v.before = snapshotTree(t, filepath.Dir(v.dir)) // the victim as set up, symlinks included
-			podsBefore := snapshotTree(t, pods)
+			v.before = victimtest.Tree(t, filepath.Dir(v.dir)) // the victim as set up, symlinks included
+			podsBefore := victimtest.Tree(t, pods)
 			_, err := d.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "csi-eph", TargetPath: target, VolumeCapability: tc.capab,
 				VolumeContext: map[string]string{ContextEphemeral: "true", EphemeralSizeAttribute: "1Mi"}})
 			if status.Code(err) != tc.publish {
@@ -448,7 +423,7 @@ func TestTargetPaths(t *testing.T) {
 			}
 			if tc.publish != codes.OK {
 				v.intact(t)
-				if now := snapshotTree(t, pods); now != podsBefore {
+				if now := victimtest.Tree(t, pods); now != podsBefore {
 					t.Fatalf("a refused publish changed the CO's directory:\n%s", now)
 				}
 				if names := entries(t, d.vols.dir); len(names) != 0 {
@@ -459,8 +434,8 @@ func TestTargetPaths(t *testing.T) {
 			if tc.after != nil {
 				tc.after(t, target, v)
 			}
-			before := snapshotTree(t, pods)
-			v.before = snapshotTree(t, filepath.Dir(v.dir))
+			before := victimtest.Tree(t, pods)
+			v.before = victimtest.Tree(t, filepath.Dir(v.dir))
 			_, err = d.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "csi-eph", TargetPath: target})
 			if status.Code(err) != tc.unpublish {
 				t.Fatalf("NodeUnpublishVolume: %v, want %s", err, tc.unpublish)
@@ -471,7 +446,7 @@ func TestTargetPaths(t *testing.T) {
 			case tc.gone && !os.IsNotExist(err):
 				t.Fatalf("the target csi-fake made is still there: %v", err)
 			case !tc.gone:
-				if now := snapshotTree(t, pods); now != before {
+				if now := victimtest.Tree(t, pods); now != before {
 					t.Fatalf("NodeUnpublishVolume changed what csi-fake did not make:\nbefore:\n%s\nafter:\n%s", before, now)
 				}
 			}
