@@ -13,7 +13,6 @@ import (
 
 	"github.com/plugsim/plugsim/harness/call"
 	"github.com/plugsim/plugsim/harness/collect"
-	"github.com/plugsim/plugsim/harness/diagram"
 	"github.com/plugsim/plugsim/harness/replay"
 	"github.com/plugsim/plugsim/harness/scenario"
 	"github.com/plugsim/plugsim/harness/trace"
@@ -118,55 +117,6 @@ every step; each step whose code differs from the recorded one is a mismatch (ex
 	fmt.Printf("replay: %d steps, %d mismatches\n", len(res.Steps), res.Failed)
 	if res.Failed > 0 {
 		return exitError(1)
-	}
-	return nil
-}
-
-func cmdTrace(args []string) error {
-	fs := newFlags("trace", "[--svg FILE] [--mermaid FILE] TRACE.jsonl...", `Draws recorded trace files (cri-fake's, csi-fake's, cni-fake's logFile; several are merged by time)
-as the boundary trace: one line per call, and optionally a Mermaid or SVG sequence diagram. Use it
-on what a real kubelet did against the fakes.
-`)
-	svg := fs.String("svg", "", "write an SVG sequence diagram here")
-	mermaid := fs.String("mermaid", "", "write a Mermaid sequence diagram here")
-	title := fs.String("title", "boundary trace", "diagram title")
-	iface := fs.String("interface", "", "only this interface (CRI, CNI, CSI, REG)")
-	method := fs.String("method", "", "only calls whose method contains this text (PLEG relists drown the rest: --method Sandbox)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return exitError(2)
-	}
-	events, err := readTraces(fs.Args())
-	if err != nil {
-		return err
-	}
-	var kept []trace.Event
-	for _, ev := range diagram.FoldCNI(events) {
-		if *iface != "" && !strings.EqualFold(ev.Interface, *iface) {
-			continue
-		}
-		if *method != "" && !strings.Contains(ev.Method, *method) {
-			continue
-		}
-		kept = append(kept, ev)
-	}
-	for _, ev := range kept {
-		fmt.Printf("%s  %s\n", ev.Time.Format("15:04:05.000"), diagram.Line(ev))
-	}
-	sections := []diagram.Section{{Events: kept}}
-	sub := fmt.Sprintf("%d calls from %s", len(kept), strings.Join(fs.Args(), ", "))
-	if *svg != "" {
-		if err := os.WriteFile(*svg, diagram.SVG(*title, sub, sections), 0o644); err != nil {
-			return err
-		}
-	}
-	if *mermaid != "" {
-		if err := os.WriteFile(*mermaid, []byte(diagram.Mermaid(*title, sections)), 0o644); err != nil {
-			return err
-		}
 	}
 	return nil
 }
