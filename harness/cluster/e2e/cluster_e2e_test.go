@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -402,4 +403,68 @@ func TestClusterEmptyCNI(t *testing.T) {
 		return nodeReady(&n)
 	})
 	t.Logf("conflist in → node1 Ready: %v", took.Round(100*time.Millisecond))
+}
+
+// `up` killed half-way (SIGKILL: no clean-up of its own runs) leaves processes, namespaces and mounts
+// that only the state file records; `down` takes them all away, and a second `down` has nothing to do.
+func TestDownAfterUpIsKilled(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the cluster suite needs root: network namespaces, a bridge and veths, the kubelets' mounts, iptables")
+	}
+	bin := testbin.Dir(t, "harness", "etcd", "kube", "kubectl", "kubelet", "cri-fake", "csi-fake", "cni-fake", "portmap")
+	dir, err := os.MkdirTemp("", "plugsim-cluster-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &testCluster{t: t, dir: dir, bin: bin, nodes: 2}
+	up := exec.Command(filepath.Join(bin, "harness"), "cluster", "up", "--nodes", "2", "--dir", dir, "--bin-dir", bin)
+	var upOut strings.Builder
+	up.Stdout, up.Stderr = &upOut, &upOut
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		up.Process.Kill()
+		up.Wait()
+		if t.Failed() {
+			c.keepLogs()
+		}
+		c.harness("cluster", "down", "--dir", dir)
+		os.RemoveAll(dir)
+	})
+	// Killed once node2's kubelet is started: the control plane, both nodes' fakes and a kubelet run,
+	// and up is still waiting for the pod network and the nodes to be Ready.
+	c.waitFor("up to start node2's kubelet", 4*time.Minute, func() (bool, string) {
+		st, err := cluster.ReadState(dir)
+		if err != nil {
+			return false, err.Error()
+		}
+		var names []string
+		for _, p := range st.Procs {
+			if p.Name == "node2-kubelet" {
+				return true, ""
+			}
+			names = append(names, p.Name)
+		}
+		return false, fmt.Sprintf("started: %v; up says:\n%s", names, upOut.String())
+	})
+	if err := up.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	up.Wait()
+	if left := leftovers(dir); len(left) < 3 {
+		t.Fatalf("the killed up left only %v: the test did not kill it half-way", left)
+	} else {
+		t.Logf("the killed up left %d things running or mounted, among them %s", len(left), strings.Join(left[:3], "; "))
+	}
+	out, err := c.harness("cluster", "down", "--dir", dir)
+	if err != nil {
+		t.Fatalf("harness cluster down after a killed up: %v\n%s", err, out)
+	}
+	if left := leftovers(dir); len(left) > 0 {
+		t.Errorf("harness cluster down after a killed up left: %s", strings.Join(left, "; "))
+	}
+	if out, err := c.harness("cluster", "down", "--dir", dir); err != nil || !strings.Contains(out, "nothing to stop") {
+		t.Errorf("a second down: %v: %s", err, out)
+	}
 }
