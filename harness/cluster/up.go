@@ -70,8 +70,9 @@ func Up(o Options) (err error) {
 	if !filepath.IsAbs(o.Dir) {
 		return fmt.Errorf("the directory must be absolute: %q", o.Dir)
 	}
-	// A unix socket path has at most 107 bytes; the deepest is each node's socket of the ephemeral-only driver.
-	if deepest := filepath.Join(o.Dir, "nodes", nodeName(o.Nodes), "kubelet/plugins", ephemeralDriver, "csi.sock"); len(deepest) > 107 {
+	// A unix socket path has at most 107 bytes; the deepest is each node's registration socket of the
+	// ephemeral-only driver (kubelet/plugins/<driver>/csi.sock is 9 bytes shorter).
+	if deepest := filepath.Join(o.Dir, "nodes", nodeName(o.Nodes), "kubelet/plugins_registry", ephemeralDriver+"-reg.sock"); len(deepest) > 107 {
 		return fmt.Errorf("--dir %s is too long: the socket %s would pass the 107-byte limit of a unix socket path", o.Dir, deepest)
 	}
 	if o.Out == nil {
