@@ -74,7 +74,9 @@ spec:
 
 	// A pod on node1 (chosen by the scheduler from a nodeSelector, so it checks the PV's affinity) writes.
 	c.apply(pvcPod("pvc-writer", "node1", claim, "echo written-on-node1 > /data/hello"))
-	c.waitPod("pvc-writer", 180*time.Second, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && podReady(p) })
+	if p := c.waitPod("pvc-writer", 180*time.Second, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && podReady(p) }); p.Spec.NodeName != "node1" {
+		t.Fatalf("pvc-writer runs on %s, want node1", p.Spec.NodeName)
+	}
 	c.waitAttached(pv.Name, "node1")
 	node1Trace := filepath.Join(c.dir, "nodes", "node1", "csi.jsonl")
 	c.waitTrace(node1Trace, "NodeStageVolume", "kubelet", map[string]string{"volumeId": handle})
