@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -109,5 +110,33 @@ func TestSharedDataDir(t *testing.T) {
 	must(ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id}))(t)
 	if _, err := os.Lstat(filepath.Join(data, "volumes", id)); !os.IsNotExist(err) {
 		t.Errorf("after DeleteVolume the volume's data is still there: %v", err)
+	}
+}
+
+// TestSharedDataDirConcurrentAdoption stages one volume on eight node processes at once, all sharing
+// the data directory (a MULTI_NODE volume, as a ReadWriteMany claim used by pods on every node): each
+// adoption finds the directory made, or makes it, and none fails on another's mkdir.
+func TestSharedDataDirConcurrentAdoption(t *testing.T) {
+	data := t.TempDir()
+	ctrl := newTestDriver(t, func(c *Config) { c.Mode, c.DataDir, c.NodeID = ModeController, data, "" })
+	mnmw := mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER)
+	v := must(ctrl.CreateVolume(ctx, createReq("rwx", gib, mnmw)))(t).GetVolume()
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		d := newTestDriver(t, func(c *Config) { c.Mode, c.DataDir, c.NodeID = ModeNode, data, fmt.Sprintf("node-%d", i) })
+		staging := t.TempDir()
+		go func() {
+			_, err := d.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: v.GetVolumeId(), StagingTargetPath: staging, VolumeCapability: mnmw, VolumeContext: v.GetVolumeContext()})
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("NodeStageVolume: %v", err)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(data, "volumes", v.GetVolumeId())); err != nil || !fi.IsDir() {
+		t.Errorf("the shared volume's directory: %v, want a directory", err)
 	}
 }
