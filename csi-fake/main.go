@@ -68,7 +68,8 @@ func run(args []string) error {
 		opts        server.Options
 		mode        = fs.String("mode", "all", "services to serve: all, controller (the controller Deployment) or node (the node DaemonSet)")
 		capacity    = fs.String("capacity", "1Ti", "storage capacity shared by all volumes (GetCapacity goes down as volumes are created)")
-		topology    = fs.String("topology", "", "extra topology of this node as key=value,... (topology.plugsim.dev/node=<node-id> is always reported)")
+		topology    = fs.String("topology", "", "extra topology of this node as key=value,... (topology.plugsim.dev/node=<node-id> is reported too, unless --node-topology=false)")
+		nodeTopo    = fs.Bool("node-topology", true, "report topology.plugsim.dev/node=<node-id> in the node's topology; false reports only --topology's keys: network-attached storage every node with them reaches (give the nodes one --data-dir)")
 		mount       = fs.String("mount", "fake", "what NodePublishVolume does: fake (create the target, record it) or bind (bind-mount the volume's data; root)")
 		knownNodes  = fs.String("known-nodes", "", "node IDs (shell patterns, comma-separated) ControllerPublishVolume accepts; default only --node-id; '*' accepts all")
 		attach      = fs.Bool("attach-required", true, "advertise PUBLISH_UNPUBLISH_VOLUME (CSIDriver attachRequired); false makes ControllerPublishVolume Unimplemented")
@@ -80,6 +81,7 @@ func run(args []string) error {
 	fs.StringVar(&opts.NodeID, "node-id", "", "this node's ID, reported by NodeGetInfo (default: the host name)")
 	fs.StringVar(&opts.DriverName, "driver-name", driver.DefaultDriverName, "the driver's name (CSIDriver and StorageClass provisioner)")
 	fs.StringVar(&opts.StateDir, "state-dir", "", "directory for state.json and the volumes' data; empty keeps state in memory (lost on exit)")
+	fs.StringVar(&opts.DataDir, "data-dir", "", "directory for the volumes' and snapshots' data (volumes/, snapshots/); default --state-dir. Processes may share one: node plugins given the controller's see its volumes' data, as nodes see network-attached storage")
 	fs.Int64Var(&opts.MaxVolumesPerNode, "max-volumes-per-node", 0, "attach limit per node (NodeGetInfo; ControllerPublishVolume beyond it is ResourceExhausted); 0 means no limit")
 	fs.BoolVar(&opts.EphemeralOnly, "ephemeral-only", false, "serve only the node service and only inline ephemeral volumes")
 	fs.BoolVar(&opts.Register, "register", false, "serve the kubelet plugin registration API on <plugin-registry-dir>/<driver-name>-reg.sock")
@@ -102,6 +104,7 @@ func run(args []string) error {
 	opts.Mode = driver.Mode(*mode)
 	opts.Mount = driver.MountMode(*mount)
 	opts.NoAttach = !*attach
+	opts.NoNodeTopology = !*nodeTopo
 	q, err := resource.ParseQuantity(*capacity)
 	if err != nil {
 		return fmt.Errorf("--capacity %q: %w (use a quantity such as 100Gi or 1Ti)", *capacity, err)

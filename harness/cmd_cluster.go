@@ -36,7 +36,9 @@ func cmdClusterUp(args []string) error {
 kube-apiserver, kube-controller-manager, kube-scheduler v1.37.2 in a control-plane network namespace,
 and N nodes, each a network namespace of its own holding a real kubelet v1.37.2, cri-fake (real pod
 network namespaces, the cni-fake → portmap chain with the node's podCIDR) and csi-fake's node plugin.
-The CSI controller (csi-fake) runs with the real sidecars found in the bin dir. Every address is in
+The CSI controller (csi-fake) runs with the real sidecars found in the bin dir (and, with the CRDs in
+bin/snapshot-crds, snapshot-controller); its storage is network-attached, so a PVC's volume follows
+its pod to any node. Every address is in
 198.18.0.0/15 and no namespace is linked to the host's; kubectl reaches the API server through a relay
 on the host's 127.0.0.1. It returns once every node is Ready, leaving the cluster running; DIR keeps
 the kubeconfig, certificates, logs and each node's files. Stop it with 'harness cluster down --dir DIR'.

@@ -82,8 +82,16 @@ type Config struct {
 	Store             *state.Store
 	Capacity          int64
 	MaxVolumesPerNode int64
-	// Topology is added to the node's topology segment ({NodeTopologyKey: NodeID} is always in it).
+	// Topology is added to the node's topology segment ({NodeTopologyKey: NodeID} is in it too,
+	// unless NoNodeTopology).
 	Topology map[string]string
+	// NoNodeTopology leaves NodeTopologyKey out of the node's segment, so only Topology is
+	// reported: storage every node with the same Topology reaches, as network-attached storage
+	// (a SAN, a cloud disk within one zone) is. The external-provisioner then gives a PV a node
+	// affinity on Topology's keys, which every such node satisfies, instead of pinning it to the
+	// node whose NodeGetInfo it aggregated. The nodes must then share the volumes' data (their
+	// Config.DataDir), or a volume moved to another node comes up empty there.
+	NoNodeTopology bool
 	// AttachRequired advertises PUBLISH_UNPUBLISH_VOLUME; without it ControllerPublishVolume is
 	// Unimplemented (CSIDriver attachRequired: false).
 	AttachRequired bool
@@ -199,7 +207,7 @@ func (d *Driver) nodeTopology() map[string]string {
 	for k, v := range d.cfg.Topology {
 		t[k] = v
 	}
-	if d.cfg.NodeID != "" {
+	if d.cfg.NodeID != "" && !d.cfg.NoNodeTopology {
 		t[NodeTopologyKey] = d.cfg.NodeID
 	}
 	return t

@@ -83,8 +83,10 @@ func (d *Driver) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.Nod
 		return nil, err
 	}
 	resp := &csi.NodeGetInfoResponse{NodeId: d.cfg.NodeID, MaxVolumesPerNode: d.cfg.MaxVolumesPerNode}
-	if !d.cfg.EphemeralOnly {
-		resp.AccessibleTopology = &csi.Topology{Segments: d.nodeTopology()}
+	// With no segment at all (--node-topology=false and no --topology) the field is left unset: the
+	// spec's "the node is not subject to any topological constraint" (NodeGetInfoResponse).
+	if seg := d.nodeTopology(); !d.cfg.EphemeralOnly && len(seg) > 0 {
+		resp.AccessibleTopology = &csi.Topology{Segments: seg}
 	}
 	return resp, nil
 }
@@ -297,6 +299,12 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 		case !ok && ephemeral:
 			if _, taken := s.Volumes[id]; taken {
 				return fmt.Errorf("volume_id %s names a persistent volume; an ephemeral volume needs its own ID: %w", id, state.ErrAlreadyExists)
+			}
+			// Data of that ID with no record here is another process's volume (the controller's,
+			// with the data directory shared by --data-dir): adopting it as ephemeral would delete
+			// it at NodeUnpublishVolume.
+			if d.vols.exists(id) == nil {
+				return fmt.Errorf("volume_id %s names a volume whose data exists (%s) and that this node did not publish; an ephemeral volume needs its own ID: %w", id, d.volumePath(id), state.ErrAlreadyExists)
 			}
 			size, err := ephemeralSize(req.GetVolumeContext())
 			if err != nil {

@@ -228,6 +228,26 @@ func TestSanitySplitProcesses(t *testing.T) {
 	fmt.Printf("csi-sanity split controller/node processes: %d of %d passed, %d failed, %d skipped, wall %s\n", s.Passed, s.Total-s.Pending, s.Failed, s.Skipped, s.Wall.Round(time.Millisecond))
 }
 
+// TestSanitySharedData is the split of TestSanitySplitProcesses as harness cluster up runs it:
+// network-attached storage, the node reporting only a zone (--node-topology=false --topology) and
+// keeping the volumes' data in the controller's directory (--data-dir).
+func TestSanitySharedData(t *testing.T) {
+	dir := t.TempDir()
+	ctrl, node, data := filepath.Join(dir, "controller.sock"), filepath.Join(dir, "node.sock"), filepath.Join(dir, "controller-state")
+	zone := "topology.plugsim.dev/zone=zone-a"
+	startFake(t, nil, "--mode", "controller", "--endpoint", "unix://"+ctrl, "--node-id", "sanity-node",
+		"--max-volumes-per-node", maxVolumes, "--state-dir", data, "--topology", zone)
+	startFake(t, nil, "--mode", "node", "--endpoint", "unix://"+node, "--node-id", "sanity-node",
+		"--max-volumes-per-node", maxVolumes, "--state-dir", filepath.Join(dir, "node-state"), "--data-dir", data,
+		"--node-topology=false", "--topology", zone)
+	s := runSanity(t, fullArgs(t, node, "--csi.controllerendpoint", ctrl)...)
+	s.require(t, 100)
+	if _, err := os.Stat(filepath.Join(dir, "node-state", "volumes")); !os.IsNotExist(err) {
+		t.Errorf("the node kept volume data in its own state dir (%v); --data-dir is the controller's", err)
+	}
+	fmt.Printf("csi-sanity split processes, shared data, zone topology: %d of %d passed, %d failed, %d skipped, wall %s\n", s.Passed, s.Total-s.Pending, s.Failed, s.Skipped, s.Wall.Round(time.Millisecond))
+}
+
 // TestSanityTwoSockets serves the controller on a second socket of the same process.
 func TestSanityTwoSockets(t *testing.T) {
 	dir := t.TempDir()

@@ -49,10 +49,18 @@ type Options struct {
 	NodeID     string      // default the host name
 	// StateDir persists the state (state.json) and holds the volumes' data; empty means state in
 	// memory and data in a temp dir removed by Close.
-	StateDir          string
+	StateDir string
+	// DataDir holds the volumes' and snapshots' data (volumes/, snapshots/) when it is not to be
+	// StateDir (the default, or a temp dir with state in memory). Several processes may share one,
+	// each with its own StateDir: a cluster's node plugins use the controller's, as nodes reach
+	// network-attached storage (see NoNodeTopology). Every access goes through an os.Root of it.
+	DataDir           string
 	Capacity          int64 // bytes; 0 means 1 TiB
 	MaxVolumesPerNode int64
 	Topology          map[string]string
+	// NoNodeTopology leaves topology.plugsim.dev/node out of the node's segment
+	// (driver.Config.NoNodeTopology; --node-topology=false).
+	NoNodeTopology bool
 	// Fixtures are the volumes and snapshots csi-fake holds when it starts (preloaded before it
 	// serves, through the RPCs' checks); nil means FixturesFile's csi section, or none. With a
 	// StateDir they seed it: they are applied only when it has no state file yet.
@@ -157,7 +165,13 @@ func Start(opts Options) (_ *Server, retErr error) {
 	}
 
 	// State and data.
-	dataDir, statePath := opts.StateDir, ""
+	dataDir, statePath := opts.DataDir, ""
+	if opts.StateDir != "" {
+		statePath = filepath.Join(opts.StateDir, state.FileName)
+		if dataDir == "" {
+			dataDir = opts.StateDir
+		}
+	}
 	if dataDir == "" {
 		// State in memory: keep the data in memory too (tmpfs), which also keeps a volume's
 		// mkdir at ~10µs instead of the 70-230µs of a journaled disk.
@@ -167,8 +181,6 @@ func Start(opts Options) (_ *Server, retErr error) {
 		}
 		s.tmpDirs = append(s.tmpDirs, dir)
 		dataDir = dir
-	} else {
-		statePath = filepath.Join(dataDir, state.FileName)
 	}
 	// A state directory is seeded once: fixtures are applied only when it has no state yet.
 	_, statErr := os.Stat(statePath)
@@ -203,7 +215,7 @@ func Start(opts Options) (_ *Server, retErr error) {
 		Name: opts.DriverName, NodeID: opts.NodeID, Mode: opts.Mode,
 		DataDir: dataDir, Store: store,
 		Capacity: opts.Capacity, MaxVolumesPerNode: opts.MaxVolumesPerNode, Topology: opts.Topology,
-		AttachRequired: !opts.NoAttach, EphemeralOnly: opts.EphemeralOnly, Mount: opts.Mount,
+		NoNodeTopology: opts.NoNodeTopology, AttachRequired: !opts.NoAttach, EphemeralOnly: opts.EphemeralOnly, Mount: opts.Mount,
 		KnownNodes: opts.KnownNodes, KubeletEndpoint: opts.KubeletRegistrationPath, Log: log,
 	})
 	if err != nil {

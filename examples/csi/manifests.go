@@ -15,3 +15,15 @@ var CSIDriver []byte
 //
 //go:embed storageclass.yaml
 var StorageClass []byte
+
+// SidecarsRBAC is sidecars-rbac.yaml: a ClusterRole and binding for each CSI sidecar and
+// snapshot-controller run out of cluster with a client certificate (user plugsim:<binary>).
+//
+//go:embed sidecars-rbac.yaml
+var SidecarsRBAC []byte
+
+// VolumeSnapshotClass is volumesnapshotclass.yaml: the default VolumeSnapshotClass of
+// csi.plugsim.dev (it needs external-snapshotter's CRDs).
+//
+//go:embed volumesnapshotclass.yaml
+var VolumeSnapshotClass []byte

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/plugsim/plugsim/harness/faults"
@@ -51,9 +52,24 @@ func newObject(apiVersion, kind string) (any, bool) {
 		return &rbacv1.ClusterRole{}, true
 	case "rbac.authorization.k8s.io/v1/ClusterRoleBinding":
 		return &rbacv1.ClusterRoleBinding{}, true
+	case "snapshot.storage.k8s.io/v1/VolumeSnapshotClass":
+		return &volumeSnapshotClass{}, true
 	}
 	return nil, false
 }
+
+// volumeSnapshotClass is external-snapshotter v8's snapshot.storage.k8s.io/v1 VolumeSnapshotClass
+// (client/apis/volumesnapshot/v1, a CRD, not in k8s.io/api): its every field, so the strict decoding
+// refuses a misspelt one as for the other kinds.
+type volumeSnapshotClass struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Driver            string            `json:"driver"`
+	Parameters        map[string]string `json:"parameters,omitempty"`
+	DeletionPolicy    string            `json:"deletionPolicy"`
+}
+
+func (c *volumeSnapshotClass) GetName() string { return c.Name }
 
 // load decodes every manifest of the directory, failing on anything that is not a known type.
 func load(t *testing.T) map[string][]any {
@@ -167,6 +183,13 @@ func TestManifests(t *testing.T) {
 	}
 	if m := byName[*storagev1.StorageClass](t, objs, "StorageClass", "example"); drivers[m.Provisioner] != nil {
 		t.Errorf("StorageClass example's provisioner %q is a driver's name; it must match none", m.Provisioner)
+	}
+	// The VolumeSnapshotClass is the default one, of the driver, with a policy the CRD allows.
+	vsc := one[*volumeSnapshotClass](t, objs, "VolumeSnapshotClass")
+	if vsc.Driver != driverName || vsc.Annotations["snapshot.storage.kubernetes.io/is-default-class"] != "true" ||
+		vsc.DeletionPolicy != "Delete" && vsc.DeletionPolicy != "Retain" {
+		t.Errorf("VolumeSnapshotClass %s: driver %q, default %q, deletionPolicy %q; want %s, the default, Delete or Retain",
+			vsc.Name, vsc.Driver, vsc.Annotations["snapshot.storage.kubernetes.io/is-default-class"], vsc.DeletionPolicy, driverName)
 	}
 	vac := one[*storagev1.VolumeAttributesClass](t, objs, "VolumeAttributesClass")
 	if vac.DriverName != driverName {

@@ -42,12 +42,18 @@ const (
 	// --ephemeral-only on every node.
 	driverName      = "csi.plugsim.dev"
 	ephemeralDriver = "csi.ephemeral.plugsim.dev"
+	// zoneKey and zone are the topology every node's csi-fake reports (--node-topology=false): the
+	// cluster's storage is network-attached, reached by every node of the one zone.
+	zoneKey = "topology.plugsim.dev/zone"
+	zone    = "zone-a"
 	// extraRuntimeHandler is the runtime handler every node's cri-fake serves besides runc.
 	extraRuntimeHandler = "plugsim-gvisor"
 	// MaxNodes keeps node addresses inside nodeSubnet (198.18.0.11 to .250) and pod CIDRs inside
 	// clusterCIDR (128 /24s).
 	MaxNodes = 128
 )
+
+func zoneLabel() string { return zoneKey + "=" + zone }
 
 // nodeIP is node i's address (i from 1).
 func nodeIP(i int) string {

@@ -54,6 +54,10 @@ var required = map[string]string{
 // bin/csi-provisioner, ...), each with its own client certificate and the RBAC of its deploy/kubernetes/rbac.yaml.
 var sidecars = []string{"csi-provisioner", "csi-attacher", "csi-resizer", "csi-snapshotter"}
 
+// snapshotController is external-snapshotter's common controller (VolumeSnapshot → VolumeSnapshotContent),
+// run with its own client certificate when it is in BinDir together with the CRDs in BinDir/snapshot-crds.
+const snapshotController = "snapshot-controller"
+
 // Up starts the cluster and returns when every node is Ready (or, with EmptyCNI, registered). On failure
 // it stops what it started, keeping the logs in DIR/logs, and returns an error naming the failing step.
 func Up(o Options) (err error) {
@@ -66,8 +70,9 @@ func Up(o Options) (err error) {
 	if !filepath.IsAbs(o.Dir) {
 		return fmt.Errorf("the directory must be absolute: %q", o.Dir)
 	}
-	// A unix socket path has at most 107 bytes; the deepest is each node's socket of the ephemeral-only driver.
-	if deepest := filepath.Join(o.Dir, "nodes", nodeName(o.Nodes), "kubelet/plugins", ephemeralDriver, "csi.sock"); len(deepest) > 107 {
+	// A unix socket path has at most 107 bytes; the deepest is each node's registration socket of the
+	// ephemeral-only driver (kubelet/plugins/<driver>/csi.sock is 9 bytes shorter).
+	if deepest := filepath.Join(o.Dir, "nodes", nodeName(o.Nodes), "kubelet/plugins_registry", ephemeralDriver+"-reg.sock"); len(deepest) > 107 {
 		return fmt.Errorf("--dir %s is too long: the socket %s would pass the 107-byte limit of a unix socket path", o.Dir, deepest)
 	}
 	if o.Out == nil {
@@ -232,7 +237,7 @@ func (c *upRun) pki() error {
 		"controller-manager": {cn: "system:kube-controller-manager", client: true},
 		"scheduler":          {cn: "system:kube-scheduler", client: true},
 	}
-	for _, s := range sidecars {
+	for _, s := range append(sidecars, snapshotController) {
 		leaves[s] = certSpec{cn: "plugsim:" + s, client: true}
 	}
 	// The front proxy: the API server's client to aggregated API servers, and what the controller-manager's
@@ -264,7 +269,7 @@ func (c *upRun) pki() error {
 		kps[name] = kp
 	}
 	inside := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
-	for _, name := range append([]string{"controller-manager", "scheduler"}, sidecars...) {
+	for _, name := range append([]string{"controller-manager", "scheduler", snapshotController}, sidecars...) {
 		if err := os.WriteFile(c.path("kubeconfigs", name+".kubeconfig"), kubeconfig(inside, c.ca.pem, name, kps[name]), 0o600); err != nil {
 			return err
 		}
@@ -515,11 +520,14 @@ func (c *upRun) controlPlane() error {
 	}
 	c.step("kube-apiserver v1.37.2 ready on %s:%d (Node,RBAC)", cpAddr, apiPort)
 
-	if err := os.WriteFile(c.path("manifests", "rbac.yaml"), []byte(rbacManifest), 0o644); err != nil {
-		return err
-	}
-	if err := c.kubectl("apply", "-f", c.path("manifests", "rbac.yaml")); err != nil {
-		return err
+	// RBAC: the API server's kubelet client, then each CSI sidecar's ClusterRole (examples/csi).
+	for name, b := range map[string][]byte{"rbac.yaml": []byte(rbacManifest), "sidecars-rbac.yaml": csiexample.SidecarsRBAC} {
+		if err := os.WriteFile(c.path("manifests", name), b, 0o644); err != nil {
+			return err
+		}
+		if err := c.kubectl("apply", "-f", c.path("manifests", name)); err != nil {
+			return err
+		}
 	}
 	// The CSIDriver objects and the StorageClasses of examples/csi, as a driver's deployment ships them:
 	// without a CSIDriver the kubelet treats csi.plugsim.dev as attach-required without pod info and
@@ -533,6 +541,10 @@ func (c *upRun) controlPlane() error {
 		}
 	}
 	c.step("CSIDriver objects %s and %s, StorageClasses plugsim-fake (default) and example", driverName, ephemeralDriver)
+	snapshots, err := c.snapshotCRDs()
+	if err != nil {
+		return err
+	}
 
 	cmKC := c.path("kubeconfigs", "controller-manager.kubeconfig")
 	cmArgs := []string{"kube-controller-manager",
@@ -563,6 +575,8 @@ func (c *upRun) controlPlane() error {
 	if _, err := c.startProc("csi-fake-controller", c.cpNS, c.bin("csi-fake"), []string{
 		"--mode", "controller", "--endpoint", "unix://" + ctrlSock, "--node-id", "controller",
 		"--known-nodes", "*", "--state-dir", c.path("csi", "state"), "--trace", c.path("csi", "controller.jsonl"),
+		// The zone every node reports (see node): CreateVolume serves its requisite, refuses another's.
+		"--topology", zoneLabel(),
 	}); err != nil {
 		return err
 	}
@@ -577,12 +591,46 @@ func (c *upRun) controlPlane() error {
 		}
 		run = append(run, s)
 	}
+	if _, err := os.Stat(c.bin(snapshotController)); err == nil && snapshots {
+		if _, err := c.startProc(snapshotController, c.cpNS, c.bin(snapshotController), []string{
+			"--kubeconfig", c.path("kubeconfigs", snapshotController+".kubeconfig"), "--v", "2",
+		}); err != nil {
+			return err
+		}
+		run = append(run, snapshotController)
+	}
 	if len(run) == 0 {
 		c.step("csi-fake controller on %s (no CSI sidecars in %s: none run)", ctrlSock, c.o.BinDir)
 	} else {
 		c.step("csi-fake controller on %s, with %s", ctrlSock, strings.Join(run, ", "))
 	}
 	return nil
+}
+
+// snapshotCRDs applies external-snapshotter's CRDs from BinDir/snapshot-crds (`make sidecars` copies
+// them there), waits until the API server serves them, and applies examples/csi's VolumeSnapshotClass.
+// Without the directory there are none (and no snapshot-controller runs); it reports which.
+func (c *upRun) snapshotCRDs() (bool, error) {
+	dir := c.bin("snapshot-crds")
+	if crds, _ := filepath.Glob(filepath.Join(dir, "*.yaml")); len(crds) == 0 {
+		c.step("no VolumeSnapshot CRDs in %s (make sidecars copies them): no snapshot-controller", dir)
+		return false, nil
+	}
+	// Server-side: a client-side apply would copy each CRD's whole schema into an annotation.
+	if err := c.kubectl("apply", "--server-side", "-f", dir); err != nil {
+		return false, err
+	}
+	if err := c.kubectl("wait", "--for", "condition=Established", "--timeout", "120s", "-f", dir); err != nil {
+		return false, err
+	}
+	if err := os.WriteFile(c.path("manifests", "volumesnapshotclass.yaml"), csiexample.VolumeSnapshotClass, 0o644); err != nil {
+		return false, err
+	}
+	if err := c.kubectl("apply", "-f", c.path("manifests", "volumesnapshotclass.yaml")); err != nil {
+		return false, err
+	}
+	c.step("VolumeSnapshot CRDs (external-snapshotter v8) and VolumeSnapshotClass plugsim-snapshots (default)")
+	return true, nil
 }
 
 // node makes node i: its namespace and veth, its certificates and configuration, and starts cri-fake,
@@ -656,6 +704,11 @@ func (c *upRun) node(i int) error {
 	if _, err := c.startProc(name+"-csi-fake", netns, c.bin("csi-fake"), []string{
 		"--endpoint", "unix://" + csiSock, "--mode", "node", "--node-id", name,
 		"--state-dir", filepath.Join(nd, "state/csi"),
+		// Network-attached storage, as a SAN or a zone's cloud disks are: every node reports the one
+		// zone and no node key, so a PV's node affinity (topology.plugsim.dev/zone in [zone-a]) holds
+		// on every node; the volumes' data is the controller's, so a volume moved to another node
+		// keeps what a pod wrote; and bind publishes put that data at the pod's mount.
+		"--node-topology=false", "--topology", zoneLabel(), "--data-dir", c.path("csi", "state"), "--mount", "bind",
 		"--register", "--plugin-registry-dir", filepath.Join(nd, "kubelet/plugins_registry"),
 		"--trace", filepath.Join(nd, "csi.jsonl"),
 	}); err != nil {

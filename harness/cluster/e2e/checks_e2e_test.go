@@ -284,6 +284,7 @@ spec:
 		})
 		t.Logf("kubectl get pod crash:\n%s", c.mustKubectl("get", "pod", "crash"))
 	})
+	t.Run("pvc-across-nodes", c.pvcAcrossNodes) // check 4 (pvc_e2e_test.go)
 }
 
 func podWithRuntimeClass(name, class string) string {
