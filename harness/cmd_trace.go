@@ -25,6 +25,8 @@ var polls = map[string]bool{
 	"Probe": true, "GetPluginInfo": true, "GetPluginCapabilities": true, "ControllerGetCapabilities": true,
 	"NodeGetCapabilities": true, "NodeGetVolumeStats": true, "NodeGetInfo": true, "GetCapacity": true,
 	"STATUS": true, "VERSION": true,
+	// The external-attacher's reconciliation, every --reconcile-sync (1 minute).
+	"ListVolumes": true,
 }
 
 // clusterTraces lists the trace files `harness cluster up` has its fakes write in dir, each with the
@@ -53,8 +55,11 @@ func clusterTraces(dir string) (map[string]string, error) {
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// onNode names a node's participants after it: kubelet@node1, cri-fake@node1. The CSI controller
-// sidecars (callers named csi-* or external-*) run once for the cluster and keep their names.
+// onNode names a node's participants after it: kubelet@node1, cri-fake@node1, cni-fake@node1 →
+// portmap@node1. The CSI controller sidecars (callers named csi-* or external-*) run once for the
+// cluster and keep their names. A CNI event names its plugins in Service (the runtime's event of a
+// whole chain has the network's name as Callee; a plugin's own event has Callee == Service, which
+// is how diagram.FoldCNI knows it), so there the plugin types are what is named.
 func onNode(ev trace.Event, node string) trace.Event {
 	if node == "" {
 		return ev
@@ -62,7 +67,19 @@ func onNode(ev trace.Event, node string) trace.Event {
 	if !strings.HasPrefix(ev.Caller, "csi-") && !strings.HasPrefix(ev.Caller, "external-") {
 		ev.Caller += "@" + node
 	}
-	ev.Callee += "@" + node
+	if ev.Interface != trace.CNI || ev.Service == "" {
+		ev.Callee += "@" + node
+		return ev
+	}
+	self := ev.Callee == ev.Service
+	types := strings.Split(ev.Service, ",")
+	for i, t := range types {
+		types[i] = strings.TrimSpace(t) + "@" + node
+	}
+	ev.Service = strings.Join(types, ",")
+	if self {
+		ev.Callee = ev.Service
+	}
 	return ev
 }
 

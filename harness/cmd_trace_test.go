@@ -45,9 +45,15 @@ func TestTraceCluster(t *testing.T) {
 	writeTrace(t, filepath.Join(dir, "nodes", "node2", "csi.jsonl"),
 		ev(3, "CSI", "kubelet", "csi-fake", "csi.v1.Node", "NodeStageVolume"),
 		ev(4, "CSI", "kubelet", "csi-fake", "csi.v1.Node", "NodeGetCapabilities"))
+	chain := ev(5, "CNI", "cri-fake", "plugsim", "cni-fake,portmap", "ADD")
+	chain.Attrs = map[string]string{"containerID": "c1"}
+	self := ev(5, "CNI", "cri-fake", "cni-fake", "cni-fake", "ADD")
+	self.Attrs = map[string]string{"containerID": "c1"}
 	writeTrace(t, filepath.Join(dir, "nodes", "node2", "cri.jsonl"),
 		ev(0, "CRI", "kubelet", "cri-fake", "runtime.v1.RuntimeService", "ListPodSandbox"),
-		ev(5, "CRI", "kubelet", "cri-fake", "runtime.v1.RuntimeService", "RunPodSandbox"))
+		ev(5, "CRI", "kubelet", "cri-fake", "runtime.v1.RuntimeService", "RunPodSandbox"), chain)
+	// cni-fake's own log of the same ADD: folded into the chain's event.
+	writeTrace(t, filepath.Join(dir, "nodes", "node2", "cni.jsonl"), self)
 
 	svg := filepath.Join(dir, "out.svg")
 	out := captureStdout(t, func() error {
@@ -57,13 +63,18 @@ func TestTraceCluster(t *testing.T) {
 	var methods []string
 	for _, l := range lines {
 		f := strings.Fields(l)
+		if strings.Contains(l, "CNI ADD") {
+			methods = append(methods, "ADD")
+			continue
+		}
 		methods = append(methods, f[len(f)-2])
 	}
-	want := []string{"CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "RunPodSandbox"}
+	want := []string{"CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "RunPodSandbox", "ADD"}
 	if strings.Join(methods, " ") != strings.Join(want, " ") {
 		t.Fatalf("methods drawn: %v, want %v; output:\n%s", methods, want, out)
 	}
-	for _, s := range []string{"kubelet@node2", "cri-fake@node2", "csi-fake@node2 (node)", "csi-provisioner", "csi-fake (controller)"} {
+	for _, s := range []string{"kubelet@node2", "cri-fake@node2", "csi-fake@node2 (node)", "csi-provisioner", "csi-fake (controller)",
+		"cri-fake@node2 ──CNI ADD──▶ cni-fake@node2 → portmap@node2  network=plugsim "} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
 		}
@@ -72,8 +83,8 @@ func TestTraceCluster(t *testing.T) {
 		t.Errorf("a controller sidecar was named after a node:\n%s", out)
 	}
 	b, err := os.ReadFile(svg)
-	if err != nil || !strings.Contains(string(b), "kubelet@node2") || !strings.Contains(string(b), "4 calls") {
-		t.Errorf("the SVG (err %v) does not draw the 4 calls with the node's kubelet:\n%.400s", err, b)
+	if err != nil || !strings.Contains(string(b), "kubelet@node2") || !strings.Contains(string(b), "5 calls") {
+		t.Errorf("the SVG (err %v) does not draw the 5 calls with the node's kubelet:\n%.400s", err, b)
 	}
 }
 
