@@ -284,6 +284,9 @@ spec:
 		})
 		t.Logf("kubectl get pod crash:\n%s", c.mustKubectl("get", "pod", "crash"))
 	})
+
+	// Check 7 and the rest of check 8 (workloads_e2e_test.go).
+	workloadChecks(t, c)
 }
 
 func podWithRuntimeClass(name, class string) string {
