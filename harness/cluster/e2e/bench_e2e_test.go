@@ -81,7 +81,12 @@ spec:
 					perNode[p.Spec.NodeName]++
 				}
 			}
-			b.Logf("100 replicas Running after %v; pods per node %v", time.Since(start).Round(100*time.Millisecond), perNode)
+			lo, hi := 100, 0
+			for _, node := range []string{"node1", "node2", "node3"} {
+				lo, hi = min(lo, perNode[node]), max(hi, perNode[node])
+			}
+			b.ReportMetric(float64(lo), "pods-on-emptiest-node")
+			b.ReportMetric(float64(hi), "pods-on-busiest-node")
 			m, _ := c.memory(b)
 			nodeMiB += m
 			c.down(b)
