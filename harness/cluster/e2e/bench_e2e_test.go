@@ -101,8 +101,9 @@ spec:
 // PLUGSIM_CLUSTER_SCALE_STEPS (default 8,16,32,48,64,96,128): each step is a cluster of its own that
 // must have every node Ready when `up` returns and at every sample over PLUGSIM_CLUSTER_SCALE_HOLD
 // (default 60s) after, so a node whose status updates starve is caught. It stops at the first step
-// that fails, or before a step the machine's free memory cannot hold (MemAvailable against the
-// memory per node measured so far, with room left for the rest of the machine).
+// that fails, or before a step the machine cannot hold: too few free inotify instances, or too
+// little free memory (MemAvailable against the memory per node measured so far, with room left for
+// the rest of the machine).
 func BenchmarkClusterScale(b *testing.B) {
 	if os.Getenv("PLUGSIM_CLUSTER_SCALE") != "1" {
 		b.Skip("set PLUGSIM_CLUSTER_SCALE=1 (make cluster-scale) to step the node count up until the machine holds no more")
@@ -128,7 +129,22 @@ func BenchmarkClusterScale(b *testing.B) {
 	}
 	largest := 0
 	perNodeMiB := 150.0 // until measured: kubelet + cri-fake + two csi-fakes, a little over what up/nodes=3 shows
+	// Each kubelet holds 6 inotify instances (cAdvisor's and its config and certificate watches) and
+	// the control plane 11, counted on a v1.37.2 cluster; a kubelet that gets none exits ("Failed to
+	// start cAdvisor" err="inotify_init: too many open files"), so the kernel's per-user limit
+	// (fs.inotify.max_user_instances, 128 by default) caps the node count before memory does, as
+	// kind's known issues say for its nodes.
+	const inotifyPerNode, inotifyControlPlane = 6, 11
+	limit := readInt("/proc/sys/fs/inotify/max_user_instances")
+	b.Logf("fs.inotify.max_user_instances %d, %d in use on the machine", limit, inotifyInUse())
 	for _, n := range steps {
+		if limit > 0 {
+			if need, free := n*inotifyPerNode+inotifyControlPlane, limit-inotifyInUse(); need > free {
+				b.Logf("stopping before %d nodes: they need %d inotify instances, %d of fs.inotify.max_user_instances=%d are free (raise it: sysctl fs.inotify.max_user_instances=1024)",
+					n, need, free, limit)
+				break
+			}
+		}
 		// Memory the step would take, and a reserve of 4 GiB for the control plane, the page cache
 		// and whatever else the machine runs.
 		if avail := memAvailableMiB(); avail > 0 && float64(n)*perNodeMiB*1.25+4096 > avail {
@@ -212,6 +228,34 @@ func (c *testCluster) down(tb testing.TB) {
 	if out, err := c.harness("cluster", "down", "--dir", c.dir); err != nil {
 		tb.Fatalf("harness cluster down: %v\n%s", err, out)
 	}
+}
+
+func readInt(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
+}
+
+// inotifyInUse counts the inotify instances open on the machine (root's, which every process
+// here runs as), from the processes' file descriptors.
+func inotifyInUse() int {
+	n := 0
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if _, err := strconv.Atoi(p.Name()); err != nil {
+			continue
+		}
+		fds, _ := os.ReadDir("/proc/" + p.Name() + "/fd")
+		for _, fd := range fds {
+			if l, err := os.Readlink("/proc/" + p.Name() + "/fd/" + fd.Name()); err == nil && l == "anon_inode:inotify" {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func memAvailableMiB() float64 {
