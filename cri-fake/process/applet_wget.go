@@ -159,7 +159,11 @@ func (p *proc) wgetOne(o wgetOpts, raw string) bool {
 		p.errorf("not an http or ftp url: %s", raw)
 		return false
 	}
-	ctx, cancel := context.WithTimeout(p.ctx(), o.timeout)
+	// -T 0 is no timeout: busybox arms alarm(timeout), and alarm(0) arms none.
+	ctx, cancel := context.WithCancel(p.ctx())
+	if o.timeout > 0 {
+		ctx, cancel = context.WithTimeout(p.ctx(), o.timeout)
+	}
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {

@@ -71,6 +71,7 @@ func TestWget(t *testing.T) {
 		{name: "-S", script: "wget -S -qO- http://" + srv + "/hostname", stdout: "srv-1", stderr: "  HTTP/1.1 200 OK\n"},
 		{name: "spider", script: "wget --spider http://" + srv + "/hostname", stderr: "remote file exists"},
 		{name: "refused", script: "wget -qO- http://" + refused + "/", code: 1, stderr: "wget: can't connect to remote host (127.0.0.1): Connection refused"},
+		{name: "-T 0 is no timeout", script: "wget -T 0 -qO- http://" + srv + "/hostname", stdout: "srv-1"},
 		{name: "timeout", script: "wget -T 1 -qO- http://" + srv + "/hang", code: 1, stderr: "wget: download timed out"},
 		{name: "a name is not resolved", script: "wget -qO- http://no.such.name/", code: 1, stderr: "wget: bad address 'no.such.name'"},
 		{name: "https not simulated", script: "wget -qO- https://127.0.0.1/", code: 1, stderr: "https:// is not simulated"},
