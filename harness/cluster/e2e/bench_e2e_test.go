@@ -129,8 +129,8 @@ func BenchmarkClusterScale(b *testing.B) {
 	}
 	largest := 0
 	perNodeMiB := 150.0 // until measured: kubelet + cri-fake + two csi-fakes, a little over what up/nodes=3 shows
-	// Each kubelet holds 6 inotify instances (cAdvisor's and its config and certificate watches) and
-	// the control plane 11, counted on a v1.37.2 cluster; a kubelet that gets none exits ("Failed to
+	// Each kubelet holds 6 inotify instances and the control plane 11 (counted in /proc/PID/fd of a
+	// v1.37.2 1-node cluster); a kubelet that gets none exits ("Failed to
 	// start cAdvisor" err="inotify_init: too many open files"), so the kernel's per-user limit
 	// (fs.inotify.max_user_instances, 128 by default) caps the node count before memory does, as
 	// kind's known issues say for its nodes.
