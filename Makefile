@@ -18,7 +18,7 @@ TOOL_BINS  := crictl critest csi-sanity cnitool portmap host-local bridge noop
 # The real CSI sidecars a cluster runs against csi-fake, pinned in harness/tools/sidecars/go.mod.
 SIDECAR_BINS := csi-provisioner csi-attacher csi-resizer csi-snapshotter snapshot-controller
 
-.PHONY: help build tools kubelet sidecars control-plane cluster cluster-down e2e-cluster deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet bench demo clean
+.PHONY: help build tools kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet bench demo clean
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z0-9-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -154,6 +154,16 @@ e2e-kubelet: deps build tools kubelet ## a real kubelet v1.37.2 runs static pods
 
 e2e-cluster: deps build $(BIN)/portmap $(BIN)/crictl kubelet control-plane sidecars ## a whole cluster on the fakes: harness cluster up, kubectl checks, down leaves nothing (root)
 	$(GO) test -tags e2e $(E2E_FLAGS) ./harness/cluster/e2e/
+
+# The figures of harness/README.md's cluster section: up to Ready (1 and 3 nodes), memory per node, a
+# 100-replica Deployment to all Running. Each sub-benchmark starts (and stops) a cluster of its own.
+bench-cluster: deps build $(BIN)/portmap kubelet control-plane sidecars ## time to a Ready cluster (1, 3 nodes), memory per node, 100 replicas to Running (root)
+	$(GO) test -tags e2e -run '^$$' -bench '^BenchmarkCluster$$' -benchtime 1x -timeout 60m ./harness/cluster/e2e/
+
+# Not part of CI: steps the node count up (PLUGSIM_CLUSTER_SCALE_STEPS, default 8,...,128) until a step
+# fails or free memory would not hold it; its last line names the largest node count held Ready.
+cluster-scale: deps build $(BIN)/portmap kubelet control-plane sidecars ## the largest cluster this machine holds Ready (long; root)
+	PLUGSIM_CLUSTER_SCALE=1 $(GO) test -tags e2e -run '^$$' -bench '^BenchmarkClusterScale$$' -benchtime 1x -timeout 240m ./harness/cluster/e2e/
 
 bench: build tools ## benchmarks, each compared in the same run with its reference
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...

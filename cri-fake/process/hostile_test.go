@@ -68,6 +68,8 @@ var hostileSeeds = []string{
 	"pidof", "md5sum /nonexistent", "tee", "yes | head -c 0", "sysctl -w", "sysctl ''", "mount -o", "busybox ''", "top -n x",
 	"echo $((1<<64))", "echo $((--1))", "echo $((!!!!1))", "x=$(printf '%s' '') ; echo ${#x}", "echo ${#@} ${#*} ${@:-x}",
 	"case '' in *) echo y;; esac", "case x in [) echo y;; esac", "echo [", "echo /[", "ls /proc/self/", "cat /proc/99999/status",
+	"wget", "wget -O", "wget -T", "wget -T x http://127.0.0.1:1/", "wget http://", "wget 'http://[::1'", "wget ftp://127.0.0.1/",
+	"wget http://no.such.name/", "wget -O /proc/x http://127.0.0.1:1/", "wget --header http://127.0.0.1:1/", "wget -Z",
 }
 
 // runHostile runs script as `sh -c` in a fresh busybox view with a deadline, and fails the test

@@ -219,6 +219,7 @@ var busyboxApplets = []string{
 	"grep", "egrep", "fgrep", "wc", "head", "tail", "date", "pgrep", "pidof", "kill", "sysctl", "nproc",
 	"top", "seq", "sync", "uname", "basename", "dirname", "which", "ps", "tee", "ln", "rmdir",
 	"stat", "sort", "tr", "cut", "yes", "chmod", "readlink", "realpath", "md5sum", "netstat", "mount",
+	"wget",
 }
 
 // BaseLayer returns the content of a base image: "busybox" (the default for any

@@ -55,7 +55,7 @@ func init() {
 		"ps": appletPs, "tee": appletTee, "stat": appletStat, "sort": appletSort, "tr": appletTr,
 		"cut": appletCut, "yes": appletYes, "chmod": appletChmod, "readlink": appletReadlink,
 		"realpath": appletRealpath, "md5sum": appletMd5sum, "netstat": appletNetstat, "mount": appletMount,
-		"busybox": appletBusybox, "pause": appletPause, "program": appletProgram,
+		"wget": appletWget, "busybox": appletBusybox, "pause": appletPause, "program": appletProgram,
 		"nginx": appletNginx, "httpd": appletHttpd, "httpd-foreground": appletHttpd, "agnhost": appletAgnhost,
 	}
 	inlineApplets = map[string]applet{

@@ -15,8 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// TestClusterChecks runs issue 14's checks 2, 3, 5, 6, 8 (Deployment, a crashing container's back-off) and 9 on one
-// 3-node cluster, each a subtest, so the suite pays for one `up`.
+// TestClusterChecks runs issue 14's checks 2 to 9 on one 3-node cluster, each a subtest, so the suite pays for one
+// `up` (check 1, an empty CNI conf dir, needs a cluster of its own: TestClusterEmptyCNI).
 func TestClusterChecks(t *testing.T) {
 	c := upCluster(t, 3)
 	c.waitFor("the default service account", 60*time.Second, func() (bool, string) {
@@ -285,6 +285,9 @@ spec:
 		t.Logf("kubectl get pod crash:\n%s", c.mustKubectl("get", "pod", "crash"))
 	})
 	t.Run("pvc-across-nodes", c.pvcAcrossNodes) // check 4 (pvc_e2e_test.go)
+
+	// Check 7 and the rest of check 8 (workloads_e2e_test.go).
+	workloadChecks(t, c)
 }
 
 func podWithRuntimeClass(name, class string) string {

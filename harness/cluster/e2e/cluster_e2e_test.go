@@ -35,7 +35,7 @@ type testCluster struct {
 }
 
 // upCluster runs `harness cluster up --nodes N` in a fresh directory, with extra flags appended.
-func upCluster(t *testing.T, nodes int, extra ...string) *testCluster {
+func upCluster(t testing.TB, nodes int, extra ...string) *testCluster {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the cluster suite needs root: network namespaces, a bridge and veths, the kubelets' mounts, iptables")

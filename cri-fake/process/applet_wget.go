@@ -1,0 +1,329 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// wgetDefaultTimeout is busybox wget's network timeout when -T is not given (900 s,
+// networking/wget.c G.timeout_seconds).
+const wgetDefaultTimeout = 900 * time.Second
+
+// wgetMaxRedirects bounds the redirects followed; busybox follows without a limit of its own, a
+// server redirecting to itself forever would then hold the process forever.
+const wgetMaxRedirects = 20
+
+// wgetOpts are the busybox wget options simulated.
+type wgetOpts struct {
+	quiet, spider, serverResponse bool
+	output                        string // -O: "-" is stdout, "" the URL's base name
+	timeout                       time.Duration
+	userAgent                     string
+	headers                       []string
+	urls                          []string
+}
+
+func parseWgetArgs(args []string) (wgetOpts, error) {
+	o := wgetOpts{timeout: wgetDefaultTimeout, userAgent: "Wget"}
+	value := func(i *int, a, name string) (string, error) {
+		if v, ok := strings.CutPrefix(a, name+"="); ok && strings.HasPrefix(name, "--") {
+			return v, nil
+		}
+		if !strings.HasPrefix(name, "--") && len(a) > len(name) {
+			return a[len(name):], nil // -Ofile, -T5
+		}
+		if *i+1 >= len(args) {
+			return "", fmt.Errorf("option requires an argument: %s", name)
+		}
+		*i++
+		return args[*i], nil
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		var err error
+		var v string
+		switch {
+		case a == "--":
+			o.urls = append(o.urls, args[i+1:]...)
+			i = len(args)
+		case a == "-q" || a == "--quiet":
+			o.quiet = true
+		case a == "-S" || a == "--server-response":
+			o.serverResponse = true
+		case a == "--spider":
+			o.spider = true
+		case a == "-qO" || a == "-qO-":
+			// The common `wget -qO- URL` / `wget -qO - URL` spelling.
+			o.quiet = true
+			if a == "-qO-" {
+				o.output = "-"
+			} else if v, err = value(&i, "-O", "-O"); err == nil {
+				o.output = v
+			}
+		case strings.HasPrefix(a, "-O"):
+			if v, err = value(&i, a, "-O"); err == nil {
+				o.output = v
+			}
+		case a == "--output-document" || strings.HasPrefix(a, "--output-document="):
+			if v, err = value(&i, a, "--output-document"); err == nil {
+				o.output = v
+			}
+		case strings.HasPrefix(a, "-T"), a == "--timeout" || strings.HasPrefix(a, "--timeout="):
+			name := "-T"
+			if strings.HasPrefix(a, "--") {
+				name = "--timeout"
+			}
+			if v, err = value(&i, a, name); err == nil {
+				n, perr := strconv.Atoi(v)
+				if perr != nil || n < 0 {
+					err = fmt.Errorf("invalid number '%s'", v)
+				} else {
+					o.timeout = time.Duration(n) * time.Second
+				}
+			}
+		case strings.HasPrefix(a, "-U"), a == "--user-agent" || strings.HasPrefix(a, "--user-agent="):
+			name := "-U"
+			if strings.HasPrefix(a, "--") {
+				name = "--user-agent"
+			}
+			if v, err = value(&i, a, name); err == nil {
+				o.userAgent = v
+			}
+		case a == "--header" || strings.HasPrefix(a, "--header="):
+			if v, err = value(&i, a, "--header"); err == nil {
+				o.headers = append(o.headers, v)
+			}
+		case len(a) > 1 && a[0] == '-':
+			err = fmt.Errorf("unrecognized option '%s'", a)
+		default:
+			o.urls = append(o.urls, a)
+		}
+		if err != nil {
+			return o, err
+		}
+	}
+	if len(o.urls) == 0 {
+		return o, errors.New("URL is required")
+	}
+	return o, nil
+}
+
+// appletWget is busybox wget for http:// URLs, the client the Kubernetes docs and e2e tests run
+// in a busybox pod to reach another pod or a Service (`wget -qO- http://10.244.1.5:8080/`). It
+// connects from the container's network namespace (Spec.NetNS; the node's for a host-network
+// pod), so it reaches what that namespace routes to and nothing else. Hosts are IP literals or
+// localhost: the simulation has no resolver, and the host's would ask DNS servers outside the
+// machine. With Spec.Listen (no kernel namespace) there is no network to connect from.
+func appletWget(p *proc) int {
+	o, err := parseWgetArgs(p.args[1:])
+	if err != nil {
+		p.errorf("%v", err)
+		fmt.Fprintln(p.stderr, "Usage: wget [-cqS] [--spider] [-O FILE] [-T SEC] [-U AGENT] [--header 'HEADER: VALUE'] URL...")
+		return 1
+	}
+	status := 0
+	for _, u := range o.urls {
+		if !p.wgetOne(o, u) {
+			status = 1
+			break // busybox stops at the first URL that fails
+		}
+	}
+	return status
+}
+
+func (p *proc) wgetOne(o wgetOpts, raw string) bool {
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw // busybox prepends http:// to a URL without a scheme
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		p.errorf("bad address '%s'", raw)
+		return false
+	}
+	switch u.Scheme {
+	case "http":
+	case "https", "ftp":
+		p.errorf("%s:// is not simulated (only http://)", u.Scheme)
+		return false
+	default:
+		p.errorf("not an http or ftp url: %s", raw)
+		return false
+	}
+	// -T 0 is no timeout: busybox arms alarm(timeout), and alarm(0) arms none.
+	ctx, cancel := context.WithCancel(p.ctx())
+	if o.timeout > 0 {
+		ctx, cancel = context.WithTimeout(p.ctx(), o.timeout)
+	}
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		p.errorf("bad address '%s'", raw)
+		return false
+	}
+	if o.spider {
+		req.Method = http.MethodHead
+	}
+	req.Header.Set("User-Agent", o.userAgent)
+	for _, h := range o.headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok {
+			continue
+		}
+		req.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	// Connecting to HOST (IP:PORT), busybox's first line on stderr.
+	port := u.Port()
+	if port == "" {
+		port = "80"
+	}
+	if !o.quiet {
+		fmt.Fprintf(p.stderr, "Connecting to %s (%s)\n", u.Host, net.JoinHostPort(u.Hostname(), port))
+	}
+	client := &http.Client{
+		Transport: &http.Transport{
+			Proxy:             nil, // the host's http_proxy is not the container's
+			DialContext:       p.wgetDial,
+			DisableKeepAlives: true,
+		},
+		CheckRedirect: func(r *http.Request, via []*http.Request) error {
+			if len(via) >= wgetMaxRedirects {
+				return errors.New("too many redirects")
+			}
+			if r.URL.Scheme != "http" {
+				return fmt.Errorf("%s:// is not simulated (only http://)", r.URL.Scheme)
+			}
+			return nil
+		},
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		p.wgetError(ctx, err, u.Hostname())
+		return false
+	}
+	defer resp.Body.Close()
+	if o.serverResponse {
+		fmt.Fprintf(p.stderr, "  %s %s\n", resp.Proto, resp.Status)
+		for k, vs := range resp.Header {
+			for _, v := range vs {
+				fmt.Fprintf(p.stderr, "  %s: %s\n", k, v)
+			}
+		}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		p.errorf("server returned error: %s %s", resp.Proto, resp.Status)
+		return false
+	}
+	if o.spider {
+		if !o.quiet {
+			fmt.Fprintln(p.stderr, "remote file exists")
+		}
+		return true
+	}
+	name := o.output
+	if name == "" {
+		name = u.Path[strings.LastIndexByte(u.Path, '/')+1:]
+		if name == "" {
+			name = "index.html"
+		}
+	}
+	var w io.Writer = p.stdout
+	if name != "-" {
+		f, err := p.c.fs.openWrite(p.cred(), p.abs(name), false, 0o644)
+		if err != nil {
+			p.errorf("can't open '%s': %s", name, strerror(err))
+			return false
+		}
+		defer f.Close()
+		w = f
+		if !o.quiet {
+			fmt.Fprintf(p.stderr, "saving to '%s'\n", name)
+		}
+	} else if !o.quiet {
+		fmt.Fprintln(p.stderr, "writing to stdout")
+	}
+	// Streamed: nothing of the body is held, whatever its size.
+	if _, err := copyCtx(p, w, resp.Body); err != nil {
+		if ctx.Err() != nil {
+			p.errorf("download timed out")
+		} else {
+			p.errorf("%s", strerror(err))
+		}
+		return false
+	}
+	if !o.quiet {
+		if name == "-" {
+			fmt.Fprintln(p.stderr, " written to stdout")
+		} else {
+			fmt.Fprintf(p.stderr, "'%s' saved\n", name)
+		}
+	}
+	return true
+}
+
+// wgetDial connects from the container's network namespace. Only IP literals and localhost
+// resolve (see appletWget).
+func (p *proc) wgetDial(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	if net.ParseIP(host) == nil {
+		return nil, &wgetBadAddress{host}
+	}
+	addr = net.JoinHostPort(host, port)
+	switch {
+	case p.c.spec.Listen != nil:
+		return nil, &net.OpError{Op: "dial", Net: network, Err: os.NewSyscallError("connect", syscall.ENETUNREACH)}
+	case p.c.spec.NetNS != "":
+		return DialInNetNS(ctx, p.c.spec.NetNS, network, addr)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}
+
+type wgetBadAddress struct{ host string }
+
+func (e *wgetBadAddress) Error() string { return "bad address '" + e.host + "'" }
+
+// wgetError words a failed request as busybox does.
+func (p *proc) wgetError(ctx context.Context, err error, host string) {
+	var bad *wgetBadAddress
+	var errno syscall.Errno
+	switch {
+	case errors.As(err, &bad):
+		p.errorf("%s", bad.Error())
+	case ctx.Err() != nil && p.ctx().Err() == nil:
+		p.errorf("download timed out")
+	case errors.As(err, &errno):
+		p.errorf("can't connect to remote host (%s): %s", host, wgetStrerror(errno))
+	default:
+		p.errorf("%v", err)
+	}
+}
+
+func wgetStrerror(e syscall.Errno) string {
+	switch e {
+	case syscall.ECONNREFUSED:
+		return "Connection refused"
+	case syscall.ENETUNREACH:
+		return "Network is unreachable"
+	case syscall.EHOSTUNREACH:
+		return "No route to host"
+	case syscall.ETIMEDOUT:
+		return "Connection timed out"
+	}
+	return strerror(e)
+}
