@@ -75,6 +75,9 @@ func Up(o Options) (err error) {
 	if deepest := filepath.Join(o.Dir, "nodes", nodeName(o.Nodes), "kubelet/plugins_registry", ephemeralDriver+"-reg.sock"); len(deepest) > 107 {
 		return fmt.Errorf("--dir %s is too long: the socket %s would pass the 107-byte limit of a unix socket path", o.Dir, deepest)
 	}
+	if err := checkInotify(o.Nodes); err != nil {
+		return err
+	}
 	if o.Out == nil {
 		o.Out = io.Discard
 	}

@@ -12,6 +12,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/plugsim/plugsim/harness/cluster"
 )
 
 // BenchmarkCluster measures issue 14's figures (make bench-cluster):
@@ -129,17 +131,14 @@ func BenchmarkClusterScale(b *testing.B) {
 	}
 	largest := 0
 	perNodeMiB := 150.0 // until measured: kubelet + cri-fake + two csi-fakes, a little over what up/nodes=3 shows
-	// Each kubelet holds 6 inotify instances and the control plane 11 (counted in /proc/PID/fd of a
-	// v1.37.2 1-node cluster); a kubelet that gets none exits ("Failed to
-	// start cAdvisor" err="inotify_init: too many open files"), so the kernel's per-user limit
-	// (fs.inotify.max_user_instances, 128 by default) caps the node count before memory does, as
-	// kind's known issues say for its nodes.
-	const inotifyPerNode, inotifyControlPlane = 6, 11
-	limit := readInt("/proc/sys/fs/inotify/max_user_instances")
-	b.Logf("fs.inotify.max_user_instances %d, %d in use on the machine", limit, inotifyInUse())
+	// The node count is capped by the free inotify instances before memory (cluster.InotifyPerNode);
+	// up would refuse a step they cannot hold; the scale stops before it.
+	_, limit := cluster.InotifyFree()
+	b.Logf("fs.inotify.max_user_instances %d", limit)
 	for _, n := range steps {
 		if limit > 0 {
-			if need, free := n*inotifyPerNode+inotifyControlPlane, limit-inotifyInUse(); need > free {
+			if free, _ := cluster.InotifyFree(); n*cluster.InotifyPerNode+cluster.InotifyControlPlane > free {
+				need := n*cluster.InotifyPerNode + cluster.InotifyControlPlane
 				b.Logf("stopping before %d nodes: they need %d inotify instances, %d of fs.inotify.max_user_instances=%d are free (raise it: sysctl fs.inotify.max_user_instances=1024)",
 					n, need, free, limit)
 				break
@@ -236,25 +235,6 @@ func readInt(path string) int {
 		return 0
 	}
 	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return n
-}
-
-// inotifyInUse counts the inotify instances open on the machine (root's, which every process
-// here runs as), from the processes' file descriptors.
-func inotifyInUse() int {
-	n := 0
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		if _, err := strconv.Atoi(p.Name()); err != nil {
-			continue
-		}
-		fds, _ := os.ReadDir("/proc/" + p.Name() + "/fd")
-		for _, fd := range fds {
-			if l, err := os.Readlink("/proc/" + p.Name() + "/fd/" + fd.Name()); err == nil && l == "anon_inode:inotify" {
-				n++
-			}
-		}
-	}
 	return n
 }
 
