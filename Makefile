@@ -168,7 +168,7 @@ conformance-tools: $(BIN)/e2e.test $(BIN)/ginkgo ## build e2e.test v1.37.2 and g
 $(BIN)/e2e.test: $(CONFORMANCE)/go.mod $(CONFORMANCE)/go.sum
 	@mkdir -p $(BIN)
 	@echo "building e2e.test $(KUBE_VERSION): many minutes on 2 cores"
-	cd $(CONFORMANCE) && $(GO) test -c -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/test/e2e
+	cd $(CONFORMANCE) && $(GO) test -c -vet=off -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/test/e2e
 
 $(BIN)/ginkgo: $(CONFORMANCE)/go.mod $(CONFORMANCE)/go.sum
 	@mkdir -p $(BIN)
@@ -181,6 +181,7 @@ CONFORMANCE_TIMEOUT ?= 4h
 CONFORMANCE_FOCUS   ?= \[Conformance\]
 CONFORMANCE_SKIP    ?=
 CONFORMANCE_FLAGS   ?=
+CONFORMANCE_GINKGO  ?=
 
 # A 3-node cluster in CONFORMANCE_DIR, the specs matching CONFORMANCE_FOCUS (default: every
 # [Conformance] spec) run by CONFORMANCE_PROCS ginkgo processes against its kubeconfig (the [Serial]
@@ -188,7 +189,8 @@ CONFORMANCE_FLAGS   ?=
 # full log in CONFORMANCE_OUT, then `harness conformance summary` of it; the cluster is stopped on
 # every way out (failure, interrupt). It succeeds when the report was written: failing specs are
 # the measurement. CONFORMANCE_TIMEOUT bounds the whole run (ginkgo --timeout: the specs left are
-# reported as not run).
+# reported as not run); CONFORMANCE_GINKGO adds ginkgo flags (--randomize-all --seed N: a bounded
+# run is then a random sample), CONFORMANCE_FLAGS e2e.test's.
 conformance: deps build $(BIN)/portmap kubelet control-plane sidecars conformance-tools ## run the [Conformance] specs of e2e.test against a 3-node cluster; JUnit and summary in CONFORMANCE_OUT (root; hours)
 	@rm -rf $(CONFORMANCE_OUT) && mkdir -p $(CONFORMANCE_OUT)
 	@trap '$(BIN)/harness cluster down --dir $(CONFORMANCE_DIR) >$(CONFORMANCE_OUT)/cluster-down.log 2>&1' EXIT; trap 'exit 130' INT TERM; \
@@ -196,13 +198,15 @@ conformance: deps build $(BIN)/portmap kubelet control-plane sidecars conformanc
 	echo "e2e.test: $(CONFORMANCE_PROCS) processes, focus '$(CONFORMANCE_FOCUS)', log in $(CONFORMANCE_OUT)/e2e.log"; \
 	start=$$(date +%s); \
 	$(BIN)/ginkgo run --procs $(CONFORMANCE_PROCS) --timeout $(CONFORMANCE_TIMEOUT) --no-color \
-		--focus '$(CONFORMANCE_FOCUS)' $(if $(CONFORMANCE_SKIP),--skip '$(CONFORMANCE_SKIP)') \
+		--focus '$(CONFORMANCE_FOCUS)' $(if $(CONFORMANCE_SKIP),--skip '$(CONFORMANCE_SKIP)') $(CONFORMANCE_GINKGO) \
+		--output-dir $(CONFORMANCE_OUT) --junit-report ginkgo-junit.xml \
 		$(BIN)/e2e.test -- --kubeconfig $(CONFORMANCE_DIR)/kubeconfig --provider skeleton \
 		--kubectl-path $(BIN)/kubectl --report-dir $(CONFORMANCE_OUT) --e2e-output-dir $(CONFORMANCE_OUT) \
 		--disable-log-dump $(CONFORMANCE_FLAGS) >$(CONFORMANCE_OUT)/e2e.log 2>&1; \
 	rc=$$?; echo "ginkgo exited $$rc after $$(( $$(date +%s) - start ))s"; \
-	test -f $(CONFORMANCE_OUT)/junit_01.xml || { echo "no JUnit report: see $(CONFORMANCE_OUT)/e2e.log"; tail -20 $(CONFORMANCE_OUT)/e2e.log; exit 1; }; \
-	$(BIN)/harness conformance summary --max-specs 5 $(CONFORMANCE_OUT)/junit_01.xml | tee $(CONFORMANCE_OUT)/summary.txt
+	report=$(CONFORMANCE_OUT)/junit_01.xml; test -f $$report || report=$(CONFORMANCE_OUT)/ginkgo-junit.xml; \
+	test -f $$report || { echo "no JUnit report: see $(CONFORMANCE_OUT)/e2e.log"; tail -20 $(CONFORMANCE_OUT)/e2e.log; exit 1; }; \
+	$(BIN)/harness conformance summary --max-specs 5 $$report | tee $(CONFORMANCE_OUT)/summary.txt
 
 DEMO_OUT := $(CURDIR)/demo-out
 
