@@ -29,6 +29,10 @@ type junitCase struct {
 	Skipped *junitMessage `xml:"skipped"`
 	Failure *junitMessage `xml:"failure"`
 	Error   *junitMessage `xml:"error"`
+	// The spec's timeline and captured output: for a failed spec e2e.test dumps the namespace's
+	// events there, the kubelet's "Failed to pull image" among them.
+	SystemErr string `xml:"system-err"`
+	SystemOut string `xml:"system-out"`
 }
 
 type junitMessage struct {
@@ -45,9 +49,12 @@ type Summary struct {
 	Skipped int // skipped at run time (Skip, e2eskipper): a reason is given
 	// NotRun counts the specs the run never started: filtered out by --ginkgo.focus/skip (ginkgo lists
 	// them as skipped with no reason) or left when a suite timeout interrupted the run.
-	NotRun  int
-	Groups  []Group // failures, most frequent first
-	Skips   []Group // run-time skips by reason, most frequent first
+	NotRun int
+	Groups []Group // failures, most frequent first
+	Skips  []Group // run-time skips by reason, most frequent first
+	// Pulls are the images the kubelet failed to pull in failed specs (its "Failed to pull image"
+	// event in the spec's output), each with the failed specs that name it, most frequent first.
+	Pulls   []Group
 	Seconds float64 // the specs' summed run time
 }
 
@@ -73,6 +80,7 @@ func Read(r io.Reader, o Options) (*Summary, error) {
 	s := &Summary{}
 	fails := map[string][]string{}
 	skips := map[string][]string{}
+	pulls := map[string][]string{}
 	for _, suite := range doc.Suites {
 		for _, c := range suite.Cases {
 			if o.NameContains != "" && !strings.Contains(c.Name, o.NameContains) {
@@ -89,6 +97,15 @@ func Read(r io.Reader, o Options) (*Summary, error) {
 				s.Failed++
 				key := FirstLine(m.Message, m.Description)
 				fails[key] = append(fails[key], c.Name)
+				seen := map[string]bool{}
+				for _, out := range []string{c.SystemErr, c.SystemOut, m.Description} {
+					for _, sm := range pullFailed.FindAllStringSubmatch(out, -1) {
+						if !seen[sm[1]] {
+							seen[sm[1]] = true
+							pulls[sm[1]] = append(pulls[sm[1]], c.Name)
+						}
+					}
+				}
 			case c.Skipped != nil:
 				// ginkgo writes "skipped" alone for a spec the run filtered out or never reached, and
 				// "skipped - REASON" for one that called Skip (reporters.GenerateJUnitReportWithConfig).
@@ -107,6 +124,7 @@ func Read(r io.Reader, o Options) (*Summary, error) {
 	}
 	s.Groups = groups(fails)
 	s.Skips = groups(skips)
+	s.Pulls = groups(pulls)
 	return s, nil
 }
 
@@ -130,6 +148,9 @@ var (
 	stateTag = regexp.MustCompile(`^\[(FAILED|TIMEDOUT|INTERRUPTED|ABORTED|PANICKED)\]\s*`)
 	uid      = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 	digits   = regexp.MustCompile(`[0-9]+`)
+	// The kubelet's event when PullImage fails (kubelet/images: "Failed to pull image %q: %v"); in a
+	// JUnit report the quotes may be escaped.
+	pullFailed = regexp.MustCompile(`Failed to pull image \\?"([^"\\\s]+)\\?"`)
 )
 
 // maxLine bounds a group's key: some first lines are a whole object dump.
@@ -171,6 +192,12 @@ func (s *Summary) Write(w io.Writer, maxSpecs int) error {
 		s.Specs, s.Passed, s.Failed, s.Skipped, s.NotRun, s.Seconds)
 	writeGroups(&b, "failures", s.Groups, maxSpecs)
 	writeGroups(&b, "skips", s.Skips, maxSpecs)
+	if len(s.Pulls) > 0 {
+		fmt.Fprintf(&b, "\nimages the kubelet failed to pull, by the failed specs naming them (%d images):\n", len(s.Pulls))
+		for _, g := range s.Pulls {
+			fmt.Fprintf(&b, "%4d  %s\n", len(g.Specs), g.Message)
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

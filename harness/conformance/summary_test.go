@@ -15,12 +15,16 @@ const report = `<?xml version="1.0" encoding="UTF-8"?>
       <failure message="" type="failed">[FAILED] failed to get pod dns-test-1234: timed out in namespace dns-5678
 In [It] at: test/e2e/network/dns_common.go:476 @ 12/01/26 23:59:00.000
 </failure>
+      <system-err>Dec  1 23:58:00.000: INFO: At 0001-01-01 00:00:00 +0000 UTC - event for dns-test: {kubelet node1} Failed: Failed to pull image &#34;registry.k8s.io/e2e-test-images/agnhost:2.66.1&#34;: rpc error: code = NotFound
+Dec  1 23:58:01.000: INFO: again: Failed to pull image &#34;registry.k8s.io/e2e-test-images/agnhost:2.66.1&#34;: not found
+Dec  1 23:58:02.000: INFO: Failed to pull image &#34;registry.k8s.io/e2e-test-images/busybox:1.37.0-2&#34;</system-err>
     </testcase>
     <testcase name="[sig-network] DNS should provide DNS for the cluster [Conformance]" classname="Kubernetes e2e suite" status="failed" time="300">
       <failure message="" type="failed">
 [FAILED] failed to get pod dns-test-99: timed out in namespace dns-1
 In [It] at: test/e2e/network/dns_common.go:476 @ 12/01/26 23:59:00.000
 </failure>
+      <system-out>quoted inside a message: Failed to pull image \&#34;registry.k8s.io/e2e-test-images/agnhost:2.66.1\&#34;</system-out>
     </testcase>
     <testcase name="[sig-apps] Job should run a job [Conformance]" classname="Kubernetes e2e suite" status="timedout" time="60">
       <failure message="" type="timedout">[TIMEDOUT] A suite timeout occurred
@@ -65,6 +69,11 @@ func TestRead(t *testing.T) {
 		if g := s.Groups[i]; g.Message != w.msg || len(g.Specs) != w.n {
 			t.Errorf("group %d: %q ×%d, want %q ×%d", i, g.Message, len(g.Specs), w.msg, w.n)
 		}
+	}
+	// Each spec counts once per image it failed to pull, however often its output says so.
+	if len(s.Pulls) != 2 || s.Pulls[0].Message != "registry.k8s.io/e2e-test-images/agnhost:2.66.1" || len(s.Pulls[0].Specs) != 2 ||
+		s.Pulls[1].Message != "registry.k8s.io/e2e-test-images/busybox:1.37.0-2" || len(s.Pulls[1].Specs) != 1 {
+		t.Errorf("pulls: %+v", s.Pulls)
 	}
 	if len(s.Skips) != 1 || s.Skips[0].Message != "Only supported for providers [gce] (not skeleton)" {
 		t.Errorf("skips: %+v", s.Skips)
@@ -116,6 +125,7 @@ func TestWrite(t *testing.T) {
 		"specs 7: passed 1, failed 4, skipped 1, not run 1",
 		"   2  failed to get pod dns-test-N: timed out in namespace dns-N\n        [sig-network] DNS should provide DNS for services [Conformance]\n        … and 1 more\n",
 		"skips by first line of the message (1 groups):",
+		"images the kubelet failed to pull, by the failed specs naming them (2 images):\n   2  registry.k8s.io/e2e-test-images/agnhost:2.66.1\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
