@@ -54,7 +54,11 @@ type Summary struct {
 	Skips  []Group // run-time skips by reason, most frequent first
 	// Pulls are the images the kubelet failed to pull in failed specs (its "Failed to pull image"
 	// event in the spec's output), each with the failed specs that name it, most frequent first.
-	Pulls   []Group
+	Pulls []Group
+	// PullFailed counts the failed specs that name at least one such image; Others groups the
+	// rest of the failures by first line: the failures an image added to the catalog would not explain.
+	PullFailed int
+	Others     []Group
 	Seconds float64 // the specs' summed run time
 }
 
@@ -81,6 +85,7 @@ func Read(r io.Reader, o Options) (*Summary, error) {
 	fails := map[string][]string{}
 	skips := map[string][]string{}
 	pulls := map[string][]string{}
+	others := map[string][]string{}
 	for _, suite := range doc.Suites {
 		for _, c := range suite.Cases {
 			if o.NameContains != "" && !strings.Contains(c.Name, o.NameContains) {
@@ -106,6 +111,11 @@ func Read(r io.Reader, o Options) (*Summary, error) {
 						}
 					}
 				}
+				if len(seen) > 0 {
+					s.PullFailed++
+				} else {
+					others[key] = append(others[key], c.Name)
+				}
 			case c.Skipped != nil:
 				// ginkgo writes "skipped" alone for a spec the run filtered out or never reached, and
 				// "skipped - REASON" for one that called Skip (reporters.GenerateJUnitReportWithConfig).
@@ -125,6 +135,7 @@ func Read(r io.Reader, o Options) (*Summary, error) {
 	s.Groups = groups(fails)
 	s.Skips = groups(skips)
 	s.Pulls = groups(pulls)
+	s.Others = groups(others)
 	return s, nil
 }
 
@@ -193,10 +204,11 @@ func (s *Summary) Write(w io.Writer, maxSpecs int) error {
 	writeGroups(&b, "failures", s.Groups, maxSpecs)
 	writeGroups(&b, "skips", s.Skips, maxSpecs)
 	if len(s.Pulls) > 0 {
-		fmt.Fprintf(&b, "\nimages the kubelet failed to pull, by the failed specs naming them (%d images):\n", len(s.Pulls))
+		fmt.Fprintf(&b, "\nimages the kubelet failed to pull, by the failed specs naming them (%d images, %d specs):\n", len(s.Pulls), s.PullFailed)
 		for _, g := range s.Pulls {
 			fmt.Fprintf(&b, "%4d  %s\n", len(g.Specs), g.Message)
 		}
+		writeGroups(&b, fmt.Sprintf("the %d failures with no failed pull", s.Failed-s.PullFailed), s.Others, maxSpecs)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -75,6 +75,9 @@ func TestRead(t *testing.T) {
 		s.Pulls[1].Message != "registry.k8s.io/e2e-test-images/busybox:1.37.0-2" || len(s.Pulls[1].Specs) != 1 {
 		t.Errorf("pulls: %+v", s.Pulls)
 	}
+	if s.PullFailed != 2 || len(s.Others) != 2 || s.Others[0].Message != "A suite timeout occurred" {
+		t.Errorf("failures with no failed pull: %d, %+v", s.PullFailed, s.Others)
+	}
 	if len(s.Skips) != 1 || s.Skips[0].Message != "Only supported for providers [gce] (not skeleton)" {
 		t.Errorf("skips: %+v", s.Skips)
 	}
@@ -124,8 +127,9 @@ func TestWrite(t *testing.T) {
 	for _, want := range []string{
 		"specs 7: passed 1, failed 4, skipped 1, not run 1",
 		"   2  failed to get pod dns-test-N: timed out in namespace dns-N\n        [sig-network] DNS should provide DNS for services [Conformance]\n        … and 1 more\n",
+		"the 2 failures with no failed pull by first line of the message (2 groups):\n   1  A suite timeout occurred\n",
 		"skips by first line of the message (1 groups):",
-		"images the kubelet failed to pull, by the failed specs naming them (2 images):\n   2  registry.k8s.io/e2e-test-images/agnhost:2.66.1\n",
+		"images the kubelet failed to pull, by the failed specs naming them (2 images, 2 specs):\n   2  registry.k8s.io/e2e-test-images/agnhost:2.66.1\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
