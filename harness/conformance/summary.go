@@ -59,7 +59,7 @@ type Summary struct {
 	// rest of the failures by first line: the failures an image added to the catalog would not explain.
 	PullFailed int
 	Others     []Group
-	Seconds float64 // the specs' summed run time
+	Seconds    float64 // the specs' summed run time
 }
 
 // Group is the specs whose failure (or skip) message starts with the same line.
