@@ -158,7 +158,9 @@ var (
 	// ginkgo's failure text starts with the state in brackets ("[FAILED] msg", "[TIMEDOUT] msg").
 	stateTag = regexp.MustCompile(`^\[(FAILED|TIMEDOUT|INTERRUPTED|ABORTED|PANICKED)\]\s*`)
 	uid      = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
-	digits   = regexp.MustCompile(`[0-9]+`)
+	// A digit run not glued to a letter before it: "pods-1234" and "300.003s" vary, "k8s", "e2e" and
+	// "v1" are names.
+	digits = regexp.MustCompile(`(^|[^A-Za-z0-9])[0-9]+`)
 	// The kubelet's event when PullImage fails (kubelet/images: "Failed to pull image %q: %v"); in a
 	// JUnit report the quotes may be escaped.
 	pullFailed = regexp.MustCompile(`Failed to pull image \\?"([^"\\\s]+)\\?"`)
@@ -169,7 +171,7 @@ const maxLine = 240
 
 // FirstLine is the grouping key of a failure: the first non-empty line of its message (or, when the
 // report omits the message attribute, as e2e.test's junit_01.xml does, of its description), without
-// ginkgo's state tag, with UIDs and digit runs replaced (test namespaces are "pods-1234", pod names
+// ginkgo's state tag, with UIDs and digit runs (not those inside a name such as k8s) replaced (test namespaces are "pods-1234", pod names
 // carry random numbers) so the same cause in two specs gives the same key.
 func FirstLine(message, description string) string {
 	text := message
@@ -185,7 +187,7 @@ func FirstLine(message, description string) string {
 	}
 	line = stateTag.ReplaceAllString(line, "")
 	line = uid.ReplaceAllString(line, "UID")
-	line = digits.ReplaceAllString(line, "N")
+	line = digits.ReplaceAllString(line, "${1}N")
 	if len(line) > maxLine {
 		line = line[:maxLine] + "…"
 	}

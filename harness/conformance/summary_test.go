@@ -98,6 +98,9 @@ func TestFirstLine(t *testing.T) {
 		{"", "", "(no message)"},
 		{"pod 3f2b1c9e-1a2b-4c3d-8e9f-0123456789ab gone", "", "pod UID gone"},
 		{"", "[INTERRUPTED] Interrupted by User", "Interrupted by User"},
+		{"image registry.k8s.io/e2e-test-images/agnhost:2.66.1 in v1.Pod: Timed out after 300.003s", "",
+			"image registry.k8s.io/e2e-test-images/agnhost:N.N.N in v1.Pod: Timed out after N.Ns"},
+		{"42 pods", "", "N pods"},
 		{strings.Repeat("x", 500), "", strings.Repeat("x", maxLine) + "…"},
 	} {
 		if got := FirstLine(tc.message, tc.description); got != tc.want {
