@@ -8,6 +8,7 @@ KUBELET := harness/tools/kubelet
 SIDECARS := harness/tools/sidecars
 KUBE    := harness/tools/kube
 ETCD    := harness/tools/etcd
+CONFORMANCE := harness/tools/conformance
 KUBE_VERSION := v1.37.2
 # Packages that need root (network namespaces, iptables, mounts) skip with a message when not root.
 TEST_FLAGS ?= -race -count=1 -timeout 15m
@@ -18,7 +19,7 @@ TOOL_BINS  := crictl critest csi-sanity cnitool portmap host-local bridge noop
 # The real CSI sidecars a cluster runs against csi-fake, pinned in harness/tools/sidecars/go.mod.
 SIDECAR_BINS := csi-provisioner csi-attacher csi-resizer csi-snapshotter snapshot-controller
 
-.PHONY: help build tools kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet bench demo clean
+.PHONY: help build tools kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet bench demo clean conformance-tools conformance
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z0-9-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -167,6 +168,55 @@ cluster-scale: deps build $(BIN)/portmap kubelet control-plane sidecars ## the l
 
 bench: build tools ## benchmarks, each compared in the same run with its reference
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+# The Kubernetes conformance suite as the outside yardstick (a measurement, not part of `make e2e` or
+# CI: it takes hours). e2e.test v1.37.2 and the ginkgo CLI its go.mod pins (v2.32.0, for the parallel
+# run) come from harness/tools/conformance, a module of its own with the same staging replaces as
+# ../kube: each binary is rebuilt only when that module changes.
+conformance-tools: $(BIN)/e2e.test $(BIN)/ginkgo ## build e2e.test v1.37.2 and ginkgo v2.32.0 (e2e.test: many minutes on 2 cores)
+
+$(BIN)/e2e.test: $(CONFORMANCE)/go.mod $(CONFORMANCE)/go.sum
+	@mkdir -p $(BIN)
+	@echo "building e2e.test $(KUBE_VERSION): many minutes on 2 cores"
+	cd $(CONFORMANCE) && $(GO) test -c -vet=off -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/test/e2e
+
+$(BIN)/ginkgo: $(CONFORMANCE)/go.mod $(CONFORMANCE)/go.sum
+	@mkdir -p $(BIN)
+	cd $(CONFORMANCE) && $(GO) build -o $@ github.com/onsi/ginkgo/v2/ginkgo
+
+CONFORMANCE_DIR     ?= /tmp/plugsim-conformance
+CONFORMANCE_OUT     ?= $(CURDIR)/conformance-out
+CONFORMANCE_PROCS   ?= 4
+CONFORMANCE_TIMEOUT ?= 4h
+CONFORMANCE_FOCUS   ?= \[Conformance\]
+CONFORMANCE_SKIP    ?=
+CONFORMANCE_FLAGS   ?=
+CONFORMANCE_GINKGO  ?=
+
+# A 3-node cluster in CONFORMANCE_DIR, the specs matching CONFORMANCE_FOCUS (default: every
+# [Conformance] spec) run by CONFORMANCE_PROCS ginkgo processes against its kubeconfig (the [Serial]
+# ones run alone at the end, as ginkgo does with its Serial decorator), the JUnit report and the
+# full log in CONFORMANCE_OUT, then `harness conformance summary` of it; the cluster is stopped on
+# every way out (failure, interrupt). It succeeds when the report was written: failing specs are
+# the measurement. CONFORMANCE_TIMEOUT bounds the whole run (ginkgo --timeout: the specs left are
+# reported as not run); CONFORMANCE_GINKGO adds ginkgo flags (--randomize-all --seed N: a bounded
+# run is then a random sample), CONFORMANCE_FLAGS e2e.test's.
+conformance: deps build $(BIN)/portmap kubelet control-plane sidecars conformance-tools ## run the [Conformance] specs of e2e.test against a 3-node cluster; JUnit and summary in CONFORMANCE_OUT (root; hours)
+	@rm -rf $(CONFORMANCE_OUT) && mkdir -p $(CONFORMANCE_OUT)
+	@trap '$(BIN)/harness cluster down --dir $(CONFORMANCE_DIR) >$(CONFORMANCE_OUT)/cluster-down.log 2>&1' EXIT; trap 'exit 130' INT TERM; \
+	$(BIN)/harness cluster up --nodes 3 --dir $(CONFORMANCE_DIR) || exit 1; \
+	echo "e2e.test: $(CONFORMANCE_PROCS) processes, focus '$(CONFORMANCE_FOCUS)', log in $(CONFORMANCE_OUT)/e2e.log"; \
+	start=$$(date +%s); \
+	$(BIN)/ginkgo run --procs $(CONFORMANCE_PROCS) --timeout $(CONFORMANCE_TIMEOUT) --no-color \
+		--focus '$(CONFORMANCE_FOCUS)' $(if $(CONFORMANCE_SKIP),--skip '$(CONFORMANCE_SKIP)') $(CONFORMANCE_GINKGO) \
+		--output-dir $(CONFORMANCE_OUT) --junit-report ginkgo-junit.xml \
+		$(BIN)/e2e.test -- --kubeconfig $(CONFORMANCE_DIR)/kubeconfig --provider skeleton \
+		--kubectl-path $(BIN)/kubectl --report-dir $(CONFORMANCE_OUT) --e2e-output-dir $(CONFORMANCE_OUT) \
+		--disable-log-dump $(CONFORMANCE_FLAGS) >$(CONFORMANCE_OUT)/e2e.log 2>&1; \
+	rc=$$?; echo "ginkgo exited $$rc after $$(( $$(date +%s) - start ))s"; \
+	report=$(CONFORMANCE_OUT)/junit_01.xml; test -f $$report || report=$(CONFORMANCE_OUT)/ginkgo-junit.xml; \
+	test -f $$report || { echo "no JUnit report: see $(CONFORMANCE_OUT)/e2e.log"; tail -20 $(CONFORMANCE_OUT)/e2e.log; exit 1; }; \
+	$(BIN)/harness conformance summary --max-specs 5 $$report | tee $(CONFORMANCE_OUT)/summary.txt
 
 DEMO_OUT := $(CURDIR)/demo-out
 

@@ -37,6 +37,7 @@ Commands:
   down               stop what 'harness up' started (--dir DIR)
   cluster up|down    a whole cluster on the fakes: control plane, N nodes with real kubelets (root)
   methods cri|csi    list the CRI or CSI methods a scenario step can call
+  conformance summary JUNIT.xml   sum up a Kubernetes e2e (conformance) run's JUnit report
 
 Examples:
   harness run examples/scenarios/*.yaml
@@ -54,14 +55,15 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"run":     {cmdRun, "run YAML scenarios"},
-	"kubelet": {cmdKubelet, "kubelet sequences as load"},
-	"replay":  {cmdReplay, "trace → scenario, and replay"},
-	"trace":   {cmdTrace, "draw trace files"},
-	"up":      {cmdUp, "start the fakes"},
-	"down":    {cmdDown, "stop the fakes"},
-	"methods": {cmdMethods, "list methods"},
-	"cluster": {cmdCluster, "a whole cluster"},
+	"run":         {cmdRun, "run YAML scenarios"},
+	"kubelet":     {cmdKubelet, "kubelet sequences as load"},
+	"replay":      {cmdReplay, "trace → scenario, and replay"},
+	"trace":       {cmdTrace, "draw trace files"},
+	"up":          {cmdUp, "start the fakes"},
+	"down":        {cmdDown, "stop the fakes"},
+	"methods":     {cmdMethods, "list methods"},
+	"cluster":     {cmdCluster, "a whole cluster"},
+	"conformance": {cmdConformance, "sum up an e2e run"},
 }
 
 // exitError carries an exit code without printing anything more.
