@@ -101,7 +101,7 @@ CLUSTER_DIR ?= /tmp/plugsim-cluster
 NODES       ?= 1
 
 # As root: the control plane and NODES kubelets on the fakes, each node in a network namespace of its own.
-cluster: deps build $(BIN)/portmap kubelet control-plane sidecars ## start a cluster (NODES=1) in CLUSTER_DIR: etcd, API server, controllers, scheduler, kubelets on the fakes
+cluster: deps build $(BIN)/portmap $(BIN)/crictl kubelet control-plane sidecars ## start a cluster (NODES=1) in CLUSTER_DIR: etcd, API server, controllers, scheduler, kubelets on the fakes
 	$(BIN)/harness cluster up --nodes $(NODES) --dir $(CLUSTER_DIR)
 
 cluster-down: ## stop the cluster in CLUSTER_DIR and remove what it left (namespaces, mounts, processes)

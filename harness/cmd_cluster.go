@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -77,25 +78,25 @@ the kubeconfig, certificates, logs and each node's files. Stop it with 'harness 
 	if err != nil {
 		return err
 	}
-	kc := filepath.Join(abs, "kubeconfig")
 	kubectl := filepath.Join(bin, "kubectl")
 	ready := "Ready"
 	if *emptyCNI {
 		ready = "registered (NotReady until a conflist is in its CNI conf dir)"
 	}
-	fmt.Printf(`
-cluster up in %s: %d node(s) %s after %.1fs; API server on https://127.0.0.1:%d (relay)
-Try:
-  export KUBECONFIG=%s
-  %s get nodes -o wide
-  %s get pods -A
-  %s run web --image=nginx:1.27 --port 80 && %s get pods -o wide -w
-  %s logs web;  %s exec web -- ls /
-  %s get csinodes;  %s get runtimeclass
-Each node's files (kubelet config and logs, cri-fake and csi-fake traces) are in %s/nodes/NODE, the
-components' logs in %s/logs.
-Stop it with: harness cluster down --dir %s
-`, abs, *nodes, ready, time.Since(start).Seconds(), st.Port, kc, kubectl, kubectl, kubectl, kubectl, kubectl, kubectl, kubectl, kubectl, abs, abs, abs)
+	try := strings.NewReplacer("KUBECTL", kubectl, "CRICTL", filepath.Join(bin, "crictl"), "DIR", abs).Replace(`Try (the source note's commands among them):
+  export KUBECONFIG=DIR/kubeconfig
+  KUBECTL get nodes -o wide;  KUBECTL describe node node1 | grep -A8 Conditions
+  KUBECTL get csidriver;  KUBECTL get csinodes;  KUBECTL get storageclass;  KUBECTL get runtimeclass
+  KUBECTL run web --image=nginx:1.27 --port 80 && KUBECTL get pods -o wide -w
+  KUBECTL logs web;  KUBECTL exec web -- ls /;  KUBECTL port-forward pod/web 8080:80
+  KUBECTL apply -f examples/csi/pvc-pod.yaml && KUBECTL get pvc,pv,volumeattachments
+  CRICTL --runtime-endpoint unix://DIR/nodes/node1/cri.sock version    (and: info, pods, ps)
+Each node's files (kubelet config and logs, cri-fake and csi-fake traces) are in DIR/nodes/NODE, the
+components' logs in DIR/logs; harness trace --cluster DIR --drop-polls --since 5m draws what crossed each boundary.
+Stop it with: harness cluster down --dir DIR
+`)
+	fmt.Printf("\ncluster up in %s: %d node(s) %s after %.1fs; API server on https://127.0.0.1:%d (relay)\n%s",
+		abs, *nodes, ready, time.Since(start).Seconds(), st.Port, try)
 	return nil
 }
 
