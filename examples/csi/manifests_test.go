@@ -79,6 +79,9 @@ func load(t *testing.T) map[string][]any {
 		t.Fatalf("no manifests: %v", err)
 	}
 	out := map[string][]any{}
+	// The manifests are applied together (kubectl apply -f examples/csi/): two objects of one kind
+	// and name would overwrite each other.
+	seen := map[string]string{}
 	for _, f := range files {
 		if f == "sanity-mutable-parameters.yaml" || f == "faults.yaml" {
 			continue // csi-sanity and csi-fake input, not Kubernetes objects
@@ -101,6 +104,13 @@ func load(t *testing.T) map[string][]any {
 			}
 			if err := yaml.UnmarshalStrict(doc, obj); err != nil {
 				t.Fatalf("%s document %d (%s): %v", f, i, meta.Kind, err)
+			}
+			if named, ok := obj.(interface{ GetName() string }); ok {
+				key := meta.Kind + "/" + named.GetName()
+				if prev, dup := seen[key]; dup {
+					t.Errorf("%s is in both %s and %s", key, prev, f)
+				}
+				seen[key] = f
 			}
 			out[meta.Kind] = append(out[meta.Kind], obj)
 		}
