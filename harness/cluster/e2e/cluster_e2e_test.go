@@ -34,8 +34,9 @@ type testCluster struct {
 	upTook time.Duration
 }
 
-// upCluster runs `harness cluster up --nodes N` in a fresh directory, with extra flags appended.
-func upCluster(t testing.TB, nodes int, extra ...string) *testCluster {
+// newTestCluster skips when not root, and returns a cluster of nodes nodes not started yet, in a new
+// directory; the binaries are bin/'s.
+func newTestCluster(t testing.TB, nodes int) *testCluster {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the cluster suite needs root: network namespaces, a bridge and veths, the kubelets' mounts, iptables")
@@ -46,7 +47,14 @@ func upCluster(t testing.TB, nodes int, extra ...string) *testCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &testCluster{t: t, dir: dir, bin: bin, nodes: nodes}
+	return &testCluster{t: t, dir: dir, bin: bin, nodes: nodes}
+}
+
+// upCluster runs `harness cluster up --nodes N` in a fresh directory, with extra flags appended.
+func upCluster(t testing.TB, nodes int, extra ...string) *testCluster {
+	t.Helper()
+	c := newTestCluster(t, nodes)
+	dir, bin := c.dir, c.bin
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.keepLogs()
@@ -408,15 +416,8 @@ func TestClusterEmptyCNI(t *testing.T) {
 // `up` killed half-way (SIGKILL: no clean-up of its own runs) leaves processes, namespaces and mounts
 // that only the state file records; `down` takes them all away, and a second `down` has nothing to do.
 func TestDownAfterUpIsKilled(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the cluster suite needs root: network namespaces, a bridge and veths, the kubelets' mounts, iptables")
-	}
-	bin := testbin.Dir(t, "harness", "etcd", "kube", "kubectl", "kubelet", "cri-fake", "csi-fake", "cni-fake", "portmap")
-	dir, err := os.MkdirTemp("", "plugsim-cluster-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &testCluster{t: t, dir: dir, bin: bin, nodes: 2}
+	c := newTestCluster(t, 2)
+	dir, bin := c.dir, c.bin
 	up := exec.Command(filepath.Join(bin, "harness"), "cluster", "up", "--nodes", "2", "--dir", dir, "--bin-dir", bin)
 	var upOut strings.Builder
 	up.Stdout, up.Stderr = &upOut, &upOut
