@@ -283,8 +283,11 @@ func (n *node) writeFile(rel string, data []byte) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		n.t.Fatal(err)
 	}
-	// Write then rename, so the kubelet's file source never sees half a manifest.
-	tmp := p + ".tmp"
+	// Write then rename, so the kubelet's file source never sees half a manifest. The temporary
+	// file's name starts with a dot: the file source reads every other file of the directory as a
+	// manifest (pkg/kubelet/config: extractFromDir globs "[^.]*", the watch ignores dot files), and a web.yaml.tmp would start
+	// the pod once more under another UID, then remove it at the rename, deleting its pod dir.
+	tmp := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".tmp")
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		n.t.Fatal(err)
 	}
