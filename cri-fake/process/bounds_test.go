@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -71,5 +72,54 @@ func TestInitImmuneFromInside(t *testing.T) {
 	}
 	if code := p.Wait(); code != 3 || out.String() != "got USR1\n" {
 		t.Errorf("pid 1 with a USR1 trap: exit %d, stdout %q; want 3, \"got USR1\\n\"", code, out.String())
+	}
+}
+
+// TestMvRefusesRootMountsAndItself (issue 17): rename(2) of the root or a mount point is EBUSY,
+// of a directory into itself EINVAL, and nothing moves.
+func TestMvRefusesRootMountsAndItself(t *testing.T) {
+	for _, tc := range []struct {
+		name, script, stderr string
+		noMounts             bool // the root is busy with no other mount to find
+	}{
+		{"the root", "mv / /x", "mv: can't rename '/': Resource busy\n", true},
+		{"the root into a directory", "mkdir /d && mv / /d", "mv: can't rename '/': Resource busy\n", true},
+		{"the root, with mounts", "mv / /x", "mv: can't rename '/': Resource busy\n", false},
+		{"a mount point", "mv /data /moved", "mv: can't rename '/data': Resource busy\n", false},
+		{"a parent of a mount point", "mv /mnt /moved", "mv: can't rename '/mnt': Resource busy\n", false},
+		{"a directory into itself", "mkdir -p /tmp/a/b && mv /tmp/a /tmp/a/b/c", "mv: can't rename '/tmp/a': Invalid argument\n", true},
+		{"a directory into its own child directory", "mkdir -p /tmp/a/b && mv /tmp/a /tmp/a/b", "mv: can't rename '/tmp/a': Invalid argument\n", true},
+		{"a directory into a host mount inside it", "mkdir -p /data/a/b && mv /data/a /data/a/b", "mv: can't rename '/data/a': Invalid argument\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := FSConfig{Hostname: "testhost", Mounts: []Mount{
+				{ContainerPath: "/data", HostPath: t.TempDir()},
+				{ContainerPath: "/mnt/inner", HostPath: t.TempDir()},
+			}}
+			if tc.noMounts {
+				cfg.Mounts = nil
+			}
+			fsys := newFS(t, cfg)
+			_, stderr, code := sh(t, fsys, tc.script)
+			if code != 1 || stderr != tc.stderr {
+				t.Errorf("%s: exit %d, stderr %q; want 1, %q", tc.script, code, stderr, tc.stderr)
+			}
+			// Nothing moved: the tree is where it was.
+			stdout, _, _ := sh(t, fsys, "ls -d /bin /etc /tmp; ls -d /data /mnt/inner /x /moved /d/bin 2>&1")
+			want := []string{"/bin\n", "/etc\n", "/tmp\n"}
+			if !tc.noMounts {
+				want = append(want, "/data\n", "/mnt/inner\n")
+			}
+			for _, want := range want {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("after %s, %s is gone: %q", tc.script, strings.TrimSpace(want), stdout)
+				}
+			}
+			for _, gone := range []string{"/x\n", "/moved\n", "/d/bin\n"} {
+				if strings.Contains(stdout, gone) {
+					t.Errorf("after %s, %s exists: %q", tc.script, strings.TrimSpace(gone), stdout)
+				}
+			}
+		})
 	}
 }
