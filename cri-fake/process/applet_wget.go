@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -87,6 +88,10 @@ func parseWgetArgs(args []string) (wgetOpts, error) {
 				n, perr := strconv.Atoi(v)
 				if perr != nil || n < 0 {
 					err = fmt.Errorf("invalid number '%s'", v)
+				} else if n > int(math.MaxInt64/time.Second) {
+					// Past what a Duration holds: n × time.Second would wrap (negative or
+					// short). Taken as no timeout, as -T 0 is (issue 17).
+					o.timeout = 0
 				} else {
 					o.timeout = time.Duration(n) * time.Second
 				}

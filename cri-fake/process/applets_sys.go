@@ -511,7 +511,10 @@ func appletKill(p *proc) int {
 		var targets []*task
 		if pid == -1 || pid == 0 {
 			for _, t := range p.c.nsTasks() {
-				if t != p.t {
+				// kill(2): -1 is every process but the caller and init, so pid 1 is left
+				// out; 0 (the caller's process group) may include it, and the init rule of
+				// signalFromInside decides.
+				if t != p.t && (pid == 0 || t.pid != 1) {
 					targets = append(targets, t)
 				}
 			}
@@ -530,7 +533,7 @@ func appletKill(p *proc) int {
 				continue
 			}
 			if sig != 0 {
-				t.signal(sig)
+				t.signalFromInside(sig)
 			}
 		}
 	}

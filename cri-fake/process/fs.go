@@ -1216,7 +1216,9 @@ func (f *FS) rename(c cred, from, to string) error {
 	if err != nil {
 		return pathErr("rename", to, err)
 	}
-	if f.busy(lf.cpath) || f.busy(lt.cpath) {
+	// The root is the container's root mount: rename(2) of it, or onto it, is EBUSY even when
+	// no other mount is there for busy to find (`mv / /x` must not move the whole tree).
+	if lf.cpath == "/" || lt.cpath == "/" || f.busy(lf.cpath) || f.busy(lt.cpath) {
 		return pathErr("rename", from, syscall.EBUSY)
 	}
 	if lf.kind == locHost && lt.kind == locHost && lf.m == lt.m {

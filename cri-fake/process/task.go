@@ -290,6 +290,29 @@ func (t *task) signal(sig syscall.Signal) {
 	t.terminate(128 + int(sig))
 }
 
+// signalFromInside delivers sig sent by a process of t's own pid namespace (kill from an exec
+// or a shell's child). The namespace's init (pid 1) gets only the signals it has a handler for,
+// and never KILL or STOP, which it cannot handle: pid_namespaces(7), "the only signals that can
+// be sent to the namespace init process are those for which the init process has established a
+// signal handler ... true even for privileged processes", and SIGKILL and SIGSTOP from inside
+// are dropped too. So `kill -9 1` in a container does nothing to it. From outside (StopContainer,
+// Process.Signal) signal applies, where KILL always ends it.
+func (t *task) signalFromInside(sig syscall.Signal) {
+	if t.pid != 1 {
+		t.signal(sig)
+		return
+	}
+	if sig == syscall.SIGKILL || sig == syscall.SIGSTOP {
+		return
+	}
+	t.mu.Lock()
+	h := t.handler
+	t.mu.Unlock()
+	if h != nil && !ignoredByDefault(sig) {
+		h(sig)
+	}
+}
+
 func (t *task) setHandler(h func(sig syscall.Signal) bool) {
 	t.mu.Lock()
 	t.handler = h

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"syscall"
 	"time"
@@ -31,6 +32,18 @@ func (s *Service) StopContainer(ctx context.Context, req *runtimeapi.StopContain
 		return nil, err
 	}
 	return &runtimeapi.StopContainerResponse{}, nil
+}
+
+// timeoutSeconds converts a CRI timeout in seconds (ExecSync, StopContainer) into a Duration;
+// false means no timeout. containerd arms a deadline only for a timeout > 0
+// (time.Duration(r.GetTimeout()) * time.Second), so 0 and less are none. A timeout past what a
+// Duration holds (more than 9,223,372,036 s, ~292 years) is none too: seconds × time.Second would
+// wrap, to a negative Duration (an immediate timeout) or a short positive one (issue 17).
+func timeoutSeconds(t int64) (time.Duration, bool) {
+	if t <= 0 || t > int64(math.MaxInt64/time.Second) {
+		return 0, false
+	}
+	return time.Duration(t) * time.Second, true
 }
 
 func (s *Service) stopContainer(ctx context.Context, c *store.Container, timeout int64) error {
@@ -62,14 +75,19 @@ func (s *Service) stopContainer(ctx context.Context, c *store.Container, timeout
 			return nil // ended on the signal: no timer to arm
 		default:
 		}
-		t := time.NewTimer(time.Duration(timeout) * time.Second)
+		// A timeout too large for a Duration arms no kill timer (see timeoutSeconds): the
+		// container has that long to stop, which is for ever.
+		var expired <-chan time.Time
+		if d, ok := timeoutSeconds(timeout); ok {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			expired = t.C
+		}
 		select {
 		case <-exited(p):
-			t.Stop()
 			return nil
-		case <-t.C:
+		case <-expired:
 		case <-ctx.Done():
-			t.Stop()
 			return status.FromContextError(ctx.Err()).Err()
 		}
 	}

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"errors"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -34,7 +33,7 @@ func stateName(s runtimeapi.ContainerState) string {
 }
 
 // ExecSync runs a command in a running container through its process (Execer), under the
-// request's timeout (0: none). A timed-out command is an error with DeadlineExceeded, which is
+// request's timeout (0, or one too large for a Duration: none). A timed-out command is an error with DeadlineExceeded, which is
 // how the kubelet's exec probes and critest see containerd's. A process that cannot exec answers
 // Unimplemented.
 func (s *Service) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
@@ -49,9 +48,9 @@ func (s *Service) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	if !ok {
 		return nil, status.Error(codes.Unimplemented, "ExecSync: "+noProcesses)
 	}
-	if t := req.GetTimeout(); t > 0 {
+	if d, ok := timeoutSeconds(req.GetTimeout()); ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Second)
+		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
 	res, err := ex.ExecSync(ctx, req.GetCmd())

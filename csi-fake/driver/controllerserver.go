@@ -160,7 +160,7 @@ func (d *Driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 			resp = d.volumeProto(old)
 			return nil
 		}
-		if avail := d.cfg.Capacity - s.UsedBytes(); size > avail {
+		if avail := d.available(s, ""); size > avail {
 			return fmt.Errorf("capacity_range: %d bytes requested, %d of %d available: %w", size, avail, d.cfg.Capacity, state.ErrExhausted)
 		}
 		var from *area
@@ -489,6 +489,13 @@ func parseToken(tok string, next uint64) (uint64, error) {
 	return n, nil
 }
 
+// available is the capacity volume id (none: "") may take: --capacity minus every other volume,
+// never negative. Both terms are non-negative (UsedBytesExcept saturates), so the difference
+// cannot wrap; a state over capacity (a smaller --capacity after a restart) leaves 0.
+func (d *Driver) available(s *state.Data, id string) int64 {
+	return max(d.cfg.Capacity-s.UsedBytesExcept(id), 0)
+}
+
 // GetCapacity reports the capacity left: --capacity minus the size of every volume, or 0 for a
 // topology segment the driver does not serve.
 func (d *Driver) GetCapacity(_ context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
@@ -499,7 +506,7 @@ func (d *Driver) GetCapacity(_ context.Context, req *csi.GetCapacityRequest) (*c
 		return &csi.GetCapacityResponse{AvailableCapacity: 0, MaximumVolumeSize: wrapperspb.Int64(0)}, nil
 	}
 	var avail int64
-	d.store.View(func(s *state.Data) { avail = max(d.cfg.Capacity-s.UsedBytes(), 0) })
+	d.store.View(func(s *state.Data) { avail = d.available(s, "") })
 	return &csi.GetCapacityResponse{
 		AvailableCapacity: avail,
 		MaximumVolumeSize: wrapperspb.Int64(avail),
@@ -537,8 +544,10 @@ func (d *Driver) ControllerExpandVolume(_ context.Context, req *csi.ControllerEx
 			got = v.CapacityBytes
 			return nil
 		}
-		if s.UsedBytes()-v.CapacityBytes+size > d.cfg.Capacity {
-			return fmt.Errorf("capacity_range: growing %s to %d bytes exceeds the capacity left (--capacity %d): %w", id, size, d.cfg.Capacity, state.ErrOutOfRange)
+		// Compared with what the other volumes leave, never as a sum with the request: a size
+		// near math.MaxInt64 would wrap the sum negative and pass (issue 17).
+		if avail := d.available(s, id); size > avail {
+			return fmt.Errorf("capacity_range: growing %s to %d bytes exceeds the %d bytes the other volumes leave (--capacity %d): %w", id, size, avail, d.cfg.Capacity, state.ErrOutOfRange)
 		}
 		if err := d.vols.resize(id, v.AccessType, size); err != nil {
 			return err

@@ -312,7 +312,7 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 			}
 			// An ephemeral volume takes its space from the pool like a CreateVolume (hostpath
 			// charges them too), so its sparse file is never larger than what is left.
-			if avail := d.cfg.Capacity - s.UsedBytes(); size > avail {
+			if avail := d.available(s, ""); size > avail {
 				return fmt.Errorf("volume_context[%s]: %d bytes requested, %d of %d available (--capacity): %w", EphemeralSizeAttribute, size, avail, d.cfg.Capacity, state.ErrExhausted)
 			}
 			nv = &state.NodeVolume{VolumeID: id, Ephemeral: true, CapacityBytes: size, AccessType: c.AccessType, Context: copyMap(req.GetVolumeContext())}
@@ -568,7 +568,7 @@ func (d *Driver) canGrow(s *state.Data, nv *state.NodeVolume, cur, size int64) e
 		return fmt.Errorf("capacity_range: volume %s is %d bytes; ControllerExpandVolume must grow it before the node can: %w", v.ID, v.CapacityBytes, state.ErrOutOfRange)
 	}
 	if nv.Ephemeral {
-		if avail := d.cfg.Capacity - s.UsedBytes(); size-cur > avail {
+		if avail := d.available(s, ""); size-cur > avail {
 			return fmt.Errorf("capacity_range: growing %s by %d bytes exceeds the %d bytes left (--capacity %d): %w", nv.VolumeID, size-cur, avail, d.cfg.Capacity, state.ErrOutOfRange)
 		}
 		return nil

@@ -246,8 +246,10 @@ func (d *Driver) planVolumes(s *state.Data, f *fixtures.CSI) ([]*plannedVolume, 
 			return nil, bad("%s", status.Convert(err).Message())
 		}
 		size := pv.size()
-		if avail := d.cfg.Capacity - used; size > avail {
-			return nil, bad("capacity %d bytes: only %d of the driver's %d bytes are left (--capacity)", size, max(avail, 0), d.cfg.Capacity)
+		// A size is added only when it fits what is left (used+size <= --capacity), and
+		// UsedBytes saturates, so neither the difference nor the sum can wrap.
+		if avail := max(d.cfg.Capacity-used, 0); size > avail {
+			return nil, bad("capacity %d bytes: only %d of the driver's %d bytes are left (--capacity)", size, avail, d.cfg.Capacity)
 		}
 		used += size
 		if err := validateMutable(v.MutableParameters); err != nil {

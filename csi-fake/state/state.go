@@ -12,6 +12,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 )
@@ -232,17 +233,37 @@ func (d *Data) SortedSnapshots() []*Snapshot {
 // UsedBytes is the capacity taken by volumes: the controller's volumes and the node's inline
 // ephemeral volumes, which NodePublishVolume creates from the same pool (snapshots are not
 // charged, as in hostpath). Volumes a node process adopted belong to the controller's pool.
-func (d *Data) UsedBytes() int64 {
+//
+// The sum saturates at math.MaxInt64 (and a negative size counts as 0): sizes come from clients
+// and from a state file, and a wrapped sum would turn a full pool into a huge free one (issue 17).
+func (d *Data) UsedBytes() int64 { return d.UsedBytesExcept("") }
+
+// UsedBytesExcept is UsedBytes without the controller volume id, what a volume's expansion may
+// grow into besides what it already holds.
+func (d *Data) UsedBytesExcept(id string) int64 {
 	var n int64
-	for _, v := range d.Volumes {
-		n += v.CapacityBytes
+	for vid, v := range d.Volumes {
+		if vid != id {
+			n = addSizes(n, v.CapacityBytes)
+		}
 	}
 	for _, nv := range d.Node {
 		if nv.Ephemeral {
-			n += nv.CapacityBytes
+			n = addSizes(n, nv.CapacityBytes)
 		}
 	}
 	return n
+}
+
+// addSizes adds a size to a non-negative sum, saturating at math.MaxInt64.
+func addSizes(sum, size int64) int64 {
+	if size <= 0 {
+		return sum
+	}
+	if size > math.MaxInt64-sum {
+		return math.MaxInt64
+	}
+	return sum + size
 }
 
 // PublishedOn counts the volumes controller-published to a node.
