@@ -141,18 +141,7 @@ func TestListenInNetNS(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to create a network namespace")
 	}
-	netns, err := testutils.NewNS()
-	if err != nil {
-		t.Fatalf("create netns: %v", err)
-	}
-	t.Cleanup(func() {
-		netns.Close()
-		testutils.UnmountNS(netns)
-	})
-	// Bring lo up inside the namespace (it starts down).
-	if err := netns.Do(func(ns.NetNS) error { return setLinkUp("lo") }); err != nil {
-		t.Fatalf("lo up: %v", err)
-	}
+	netns := loopbackNetNS(t)
 	port := freePortIn(t, netns)
 	fsys := newFS(t, FSConfig{Image: BaseLayer("agnhost")})
 	p := startProc(t, Spec{Args: []string{"/agnhost", "netexec", fmt.Sprintf("--http-port=%d", port)}, FS: fsys, Hostname: "in-ns", NetNS: netns.Path()})
@@ -213,6 +202,25 @@ func TestListenInNetNS(t *testing.T) {
 	if code := p.Wait(); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
+}
+
+// loopbackNetNS creates a network namespace with only lo, up, for the test's life: nothing in it
+// routes anywhere.
+func loopbackNetNS(tb testing.TB) ns.NetNS {
+	tb.Helper()
+	netns, err := testutils.NewNS()
+	if err != nil {
+		tb.Fatalf("create netns: %v", err)
+	}
+	tb.Cleanup(func() {
+		netns.Close()
+		testutils.UnmountNS(netns)
+	})
+	// lo starts down in a new namespace.
+	if err := netns.Do(func(ns.NetNS) error { return setLinkUp("lo") }); err != nil {
+		tb.Fatalf("lo up: %v", err)
+	}
+	return netns
 }
 
 func freePortIn(tb testing.TB, netns ns.NetNS) int {

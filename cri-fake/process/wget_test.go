@@ -8,9 +8,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/containernetworking/plugins/pkg/ns"
-	"github.com/containernetworking/plugins/pkg/testutils"
 )
 
 // wgetServer is an HTTP server on the host's loopback for wget to fetch from (a container with no
@@ -106,17 +103,7 @@ func TestWgetInNetNS(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to create a network namespace")
 	}
-	netns, err := testutils.NewNS()
-	if err != nil {
-		t.Fatalf("create netns: %v", err)
-	}
-	t.Cleanup(func() {
-		netns.Close()
-		testutils.UnmountNS(netns)
-	})
-	if err := netns.Do(func(ns.NetNS) error { return setLinkUp("lo") }); err != nil {
-		t.Fatalf("lo up: %v", err)
-	}
+	netns := loopbackNetNS(t)
 	port := freePortIn(t, netns)
 	var out syncBuffer
 	startProc(t, Spec{Args: []string{"/agnhost", "netexec", fmt.Sprintf("--http-port=%d", port)}, FS: newFS(t, FSConfig{Image: BaseLayer("agnhost")}),
