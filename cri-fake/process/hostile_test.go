@@ -3,34 +3,16 @@ package process
 import (
 	"context"
 	"flag"
-	"fmt"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/plugsim/plugsim/internal/crashtest"
+
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
-
-// crashLog collects what the simulation reports through Spec.Logf: a recovered panic (a defect)
-// is logged there, so a test that expects none fails on any entry.
-type crashLog struct {
-	mu      sync.Mutex
-	entries []string
-}
-
-func (l *crashLog) logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.entries = append(l.entries, fmt.Sprintf(format, args...))
-}
-
-func (l *crashLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.entries, "\n")
-}
 
 // hostileSeeds are command lines a user may send on purpose: numbers out of range, empty and
 // negative lists, unbalanced quotes and expansions, deep nesting, huge counts. None may panic.
@@ -76,10 +58,10 @@ var hostileSeeds = []string{
 // when the simulation reported a crash.
 func runHostile(tb testing.TB, script string) (stdout, stderr string, code int) {
 	tb.Helper()
-	var log crashLog
+	var log crashtest.Log
 	var so, se syncBuffer
 	p, err := Start(context.Background(), Spec{Args: []string{"sh", "-c", script}, FS: newFS(tb, FSConfig{Hostname: "h"}),
-		Hostname: "h", Stdout: &so, Stderr: &se, Logf: log.logf})
+		Hostname: "h", Stdout: &so, Stderr: &se, Logf: log.Logf})
 	if err != nil {
 		tb.Fatalf("start %q: %v", script, err)
 	}
@@ -204,10 +186,10 @@ func TestNestingLimits(t *testing.T) {
 
 // TestInteractiveShellSurvivesAbort: a shell error ends the command line, not an interactive shell.
 func TestInteractiveShellSurvivesAbort(t *testing.T) {
-	var log crashLog
+	var log crashtest.Log
 	var so, se syncBuffer
 	p := startProc(t, Spec{Args: []string{"sh"}, Stdin: strings.NewReader("f() { f; }; f\nshift -1\necho alive $?\n"),
-		Stdout: &so, Stderr: &se, Logf: log.logf})
+		Stdout: &so, Stderr: &se, Logf: log.Logf})
 	if code := p.Wait(); code != 0 || so.String() != "alive 2\n" {
 		t.Fatalf("code %d stdout %q stderr %q", code, so.String(), se.String())
 	}
@@ -286,11 +268,6 @@ func watchStack(tb testing.TB) func() uint64 {
 	}
 }
 
-// panicWriter stands for a defect met while writing output: it panics.
-type panicWriter struct{}
-
-func (panicWriter) Write([]byte) (int, error) { panic("injected defect") }
-
 // TestDefectEndsOnlyItsProcess: a panic in a process's code ends that process with 139 and is
 // reported with its stack; the shell that ran it, its siblings and the test binary go on.
 func TestDefectEndsOnlyItsProcess(t *testing.T) {
@@ -308,9 +285,9 @@ func TestDefectEndsOnlyItsProcess(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var log crashLog
+			var log crashtest.Log
 			var so syncBuffer
-			p := startProc(t, Spec{Args: []string{"sh", "-c", tc.script}, Stdout: &so, Stderr: panicWriter{}, Logf: log.logf})
+			p := startProc(t, Spec{Args: []string{"sh", "-c", tc.script}, Stdout: &so, Stderr: crashtest.PanicWriter{}, Logf: log.Logf})
 			if code := p.Wait(); code != tc.code || so.String() != tc.stdout {
 				t.Fatalf("code %d stdout %q, want %d %q", code, so.String(), tc.code, tc.stdout)
 			}
@@ -324,10 +301,10 @@ func TestDefectEndsOnlyItsProcess(t *testing.T) {
 // TestExecDefectAnswers139: an exec whose command crashes answers 139 and the container keeps
 // running and executing.
 func TestExecDefectAnswers139(t *testing.T) {
-	var log crashLog
-	p := startProc(t, Spec{Args: []string{"sleep", "1000"}, Logf: log.logf})
+	var log crashtest.Log
+	p := startProc(t, Spec{Args: []string{"sleep", "1000"}, Logf: log.Logf})
 	var so syncBuffer
-	e, err := p.Exec(context.Background(), ExecSpec{Args: []string{"echo", "hi"}, Stdout: panicWriter{}, Stderr: &so})
+	e, err := p.Exec(context.Background(), ExecSpec{Args: []string{"echo", "hi"}, Stdout: crashtest.PanicWriter{}, Stderr: &so})
 	if err != nil {
 		t.Fatal(err)
 	}

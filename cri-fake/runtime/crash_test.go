@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -11,49 +10,28 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/plugsim/plugsim/cri-fake/process"
+	"github.com/plugsim/plugsim/internal/crashtest"
 )
 
-// panicWriter stands for a defect met while a process writes its output.
-type panicWriter struct{}
-
-func (panicWriter) Write([]byte) (int, error) { panic("injected defect") }
-
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(&l.b, format+"\n", args...)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // crashingService is a service whose launcher lets hook inject a defect into a container's spec.
-func crashingService(t *testing.T, log *logBuffer, hook func(id string, spec *process.Spec)) *Service {
+func crashingService(t *testing.T, log *crashtest.Log, hook func(id string, spec *process.Spec)) *Service {
 	sim := NewSimulated()
-	sim.Logf = log.logf
+	sim.Logf = log.Logf
 	sim.SpecHook = hook
-	return newService(t, func(o *Options) { o.Launcher = sim; o.Logf = log.logf })
+	return newService(t, func(o *Options) { o.Launcher = sim; o.Logf = log.Logf })
 }
 
 // TestContainerDefectEndsOnlyIt: a container whose process hits a defect of the simulation
 // exits 139 (reason Error) with the stack in the runtime's log; its neighbour runs on.
 func TestContainerDefectEndsOnlyIt(t *testing.T) {
-	var log logBuffer
+	var log crashtest.Log
 	var crashID string
 	var mu sync.Mutex
 	s := crashingService(t, &log, func(id string, spec *process.Spec) {
 		mu.Lock()
 		defer mu.Unlock()
 		if id == crashID {
-			spec.Stdout = panicWriter{}
+			spec.Stdout = crashtest.PanicWriter{}
 		}
 	})
 	pod := runPod(t, s, "p")
@@ -86,7 +64,7 @@ func TestContainerDefectEndsOnlyIt(t *testing.T) {
 // TestExecDefectAnswers139: an exec whose command hits a defect answers exit code 139 and the
 // container keeps serving execs.
 func TestExecDefectAnswers139(t *testing.T) {
-	var log logBuffer
+	var log crashtest.Log
 	s := crashingService(t, &log, func(_ string, spec *process.Spec) {
 		spec.Listen = func(string, string) (net.Listener, error) { panic("injected defect") }
 	})

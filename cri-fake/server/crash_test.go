@@ -2,9 +2,7 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,29 +10,8 @@ import (
 
 	"github.com/plugsim/plugsim/cri-fake/process"
 	"github.com/plugsim/plugsim/cri-fake/runtime"
+	"github.com/plugsim/plugsim/internal/crashtest"
 )
-
-// panicWriter stands for a defect of the simulation met while a process writes its output.
-type panicWriter struct{}
-
-func (panicWriter) Write([]byte) (int, error) { panic("injected defect") }
-
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(&l.b, format+"\n", args...)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestRestartSurvivesCrashingContainer: a container saved RUNNING whose command crashes when it is
 // restored (a defect injected after the first run) must not stop cri-fake from coming up with its
@@ -62,14 +39,14 @@ func TestRestartSurvivesCrashingContainer(t *testing.T) {
 	s1.Close()
 
 	// From now on the container's output path is broken: its restored command crashes.
-	var log logBuffer
+	var log crashtest.Log
 	crashing := func() *runtime.Simulated {
 		sim := runtime.NewSimulated()
-		sim.Logf = log.logf
-		sim.SpecHook = func(_ string, spec *process.Spec) { spec.Stdout = panicWriter{} }
+		sim.Logf = log.Logf
+		sim.SpecHook = func(_ string, spec *process.Spec) { spec.Stdout = crashtest.PanicWriter{} }
 		return sim
 	}
-	s2, c2 := start(t, Options{StateDir: state, RootDir: root, Launcher: crashing(), Logf: log.logf})
+	s2, c2 := start(t, Options{StateDir: state, RootDir: root, Launcher: crashing(), Logf: log.Logf})
 	var st *runtimeapi.ContainerStatus
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -97,7 +74,7 @@ func TestRestartSurvivesCrashingContainer(t *testing.T) {
 	s2.Close()
 
 	// The exit was saved: the next restart does not run the command again.
-	_, c3 := start(t, Options{StateDir: state, RootDir: root, Launcher: crashing(), Logf: log.logf})
+	_, c3 := start(t, Options{StateDir: state, RootDir: root, Launcher: crashing(), Logf: log.Logf})
 	resp, err := c3.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ctr.ContainerId})
 	if err != nil || resp.Status.State != runtimeapi.ContainerState_CONTAINER_EXITED || resp.Status.ExitCode != 139 {
 		t.Fatalf("third start: %v %v", resp, err)
