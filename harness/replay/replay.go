@@ -85,6 +85,11 @@ func Scenario(events []trace.Event, opts Options) ([]byte, Stats, error) {
 			st.Skipped[ev.Method+": server stream"]++
 			continue
 		}
+		if ev.Truncated > 0 && len(ev.Request) > 0 && ev.Request[0] == '"' {
+			// The recorder kept only the start of a request past trace.MaxPayload.
+			st.Skipped[ev.Method+": request truncated in the trace"]++
+			continue
+		}
 		var req any
 		if len(ev.Request) > 0 {
 			if err := json.Unmarshal(ev.Request, &req); err != nil {
