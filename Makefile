@@ -19,7 +19,7 @@ TOOL_BINS  := crictl critest csi-sanity cnitool portmap host-local bridge noop
 # The real CSI sidecars a cluster runs against csi-fake, pinned in harness/tools/sidecars/go.mod.
 SIDECAR_BINS := csi-provisioner csi-attacher csi-resizer csi-snapshotter snapshot-controller
 
-.PHONY: help build tools kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet bench demo clean fuzz fuzz-smoke conformance-tools conformance
+.PHONY: help build tools kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet bench demo clean fuzz fuzz-smoke soak conformance-tools conformance
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z0-9-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -246,6 +246,16 @@ fuzz: ## run every fuzz target for FUZZTIME (default 30s each); a crasher lands 
 
 fuzz-smoke: ## every fuzz target for FUZZ_SMOKE_TIME (3s; what CI runs)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZ_SMOKE_TIME)
+
+# The long forms of the crash and bound tests `go test` runs briefly: SOAK_CYCLES kill -9 rounds of
+# cni-fake (8 concurrent ADDs a round) and csi-fake (4 concurrent clients, restart on the same
+# state), the issue's 40 ExecSync answers of 15 MB, and a 70 MB trace line (skipped under -race).
+SOAK_CYCLES ?= 300
+
+soak: ## kill -9 rounds of cni-fake and csi-fake under load (SOAK_CYCLES=300), the ExecSync flood, a 70 MB trace line
+	PLUGSIM_CRASH_CYCLES=$(SOAK_CYCLES) $(GO) test -count=1 -timeout 60m -v -run '^TestKill9' ./cni-fake/ ./csi-fake/
+	PLUGSIM_EXEC_FLOOD_CALLS=40 $(GO) test -count=1 -v -run '^TestExecSyncFloodStaysBounded$$' ./cri-fake/server/
+	$(GO) test -count=1 -v -run '^TestReadSurvivesAnyLine$$' ./harness/trace/
 
 DEMO_OUT := $(CURDIR)/demo-out
 
