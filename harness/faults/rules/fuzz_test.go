@@ -52,7 +52,7 @@ func FuzzParseJSON(f *testing.F) {
 // FuzzGlob: a match pattern compiles or is refused; a compiled one matches its own literal text
 // when it has no special characters.
 func FuzzGlob(f *testing.F) {
-	for _, s := range []string{"*nginx*", "a?c", "[abc]", "[!a]", "[]]", "[", "\\*", "x[a-", "**"} {
+	for _, s := range []string{"*nginx*", "a?c", "[abc]", "[!a]", "[]]", "[", "\\*", "x[a-", "**", "é", "\\é*"} {
 		f.Add(s, "nginx")
 	}
 	f.Fuzz(func(t *testing.T, pattern, s string) {
@@ -63,6 +63,9 @@ func FuzzGlob(f *testing.F) {
 		re.MatchString(s)
 		if !strings.ContainsAny(pattern, `*?[\`) && !re.MatchString(pattern) {
 			t.Fatalf("literal pattern %q does not match itself", pattern)
+		}
+		if strings.HasPrefix(pattern, `\`) && len(pattern) > 1 && !strings.ContainsAny(pattern[1:], `*?[\`) && !re.MatchString(pattern[1:]) {
+			t.Fatalf("escaped literal %q does not match %q", pattern, pattern[1:])
 		}
 	})
 }
