@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/plugsim/plugsim/cri-fake/server"
+	"github.com/plugsim/plugsim/internal/callfuzz"
 )
 
 // criCodes are the codes cri-fake documents for refusing a well-typed request (containerd's, see
@@ -31,142 +31,102 @@ var criCodes = map[codes.Code]bool{
 // fuzzed name (a hostile ID, a prefix, an empty string). name and cmd are fuzzed strings that
 // go into names, images, filters and ExecSync's command.
 type criProgram struct {
-	t        *testing.T
-	rt       runtimeapi.RuntimeServiceClient
-	img      runtimeapi.ImageServiceClient
-	prog     []byte
-	name     string
-	cmd      string
-	pods     []string
-	ctrs     []string
-	images   []string
-	nameSeed int
-}
-
-func (p *criProgram) next() byte {
-	if len(p.prog) == 0 {
-		return 0
-	}
-	b := p.prog[0]
-	p.prog = p.prog[1:]
-	return b
-}
-
-// pick is one of ids, or the fuzzed name.
-func (p *criProgram) pick(ids []string) string {
-	b := int(p.next())
-	if len(ids) == 0 || b%(len(ids)+1) == len(ids) {
-		return p.name
-	}
-	return ids[b%(len(ids)+1)]
-}
-
-// str is the fuzzed name or a fresh ordinary one.
-func (p *criProgram) str() string {
-	if p.next()%4 == 0 {
-		return p.name
-	}
-	p.nameSeed++
-	return fmt.Sprintf("n%d", p.nameSeed)
-}
-
-func (p *criProgram) check(method string, err error) {
-	p.t.Helper()
-	st, ok := status.FromError(err)
-	if !ok {
-		p.t.Fatalf("%s: error %v is not a gRPC status", method, err)
-	}
-	if !criCodes[st.Code()] {
-		p.t.Fatalf("%s: code %s (%s) is not one cri-fake documents for a bad request", method, st.Code(), st.Message())
-	}
+	callfuzz.Program
+	t      *testing.T
+	rt     runtimeapi.RuntimeServiceClient
+	img    runtimeapi.ImageServiceClient
+	cmd    string
+	pods   []string
+	ctrs   []string
+	images []string
 }
 
 func (p *criProgram) step(ctx context.Context) {
-	switch op := p.next() % 14; op {
+	switch op := p.Next() % 14; op {
 	case 0:
 		r, err := p.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
-			Metadata: &runtimeapi.PodSandboxMetadata{Name: p.str(), Namespace: p.str(), Uid: p.str(), Attempt: uint32(p.next() % 3)},
-			Hostname: p.str(),
+			Metadata: &runtimeapi.PodSandboxMetadata{Name: p.Str(), Namespace: p.Str(), Uid: p.Str(), Attempt: uint32(p.Next() % 3)},
+			Hostname: p.Str(),
 			LogDirectory: func() string {
-				if p.next()%3 == 0 {
-					return p.name
+				if p.Next()%3 == 0 {
+					return p.Name
 				}
 				return ""
 			}(),
-			Labels:      map[string]string{p.str(): p.str()},
-			Annotations: map[string]string{"kubernetes.io/ingress-bandwidth": p.str()},
+			Labels:      map[string]string{p.Str(): p.Str()},
+			Annotations: map[string]string{"kubernetes.io/ingress-bandwidth": p.Str()},
 		}})
-		p.check("RunPodSandbox", err)
+		callfuzz.Check(p.t, "RunPodSandbox", err, criCodes)
 		if err == nil {
 			p.pods = append(p.pods, r.PodSandboxId)
 		}
 	case 1:
-		_, err := p.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: p.pick(p.pods)})
-		p.check("StopPodSandbox", err)
+		_, err := p.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: p.Pick(p.pods)})
+		callfuzz.Check(p.t, "StopPodSandbox", err, criCodes)
 	case 2:
-		_, err := p.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: p.pick(p.pods)})
-		p.check("RemovePodSandbox", err)
+		_, err := p.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: p.Pick(p.pods)})
+		callfuzz.Check(p.t, "RemovePodSandbox", err, criCodes)
 	case 3:
 		image := "busybox"
-		if p.next()%4 == 0 {
-			image = p.name
+		if p.Next()%4 == 0 {
+			image = p.Name
 		}
 		args := []string{"sleep", "3600"}
-		if p.next()%3 == 0 {
+		if p.Next()%3 == 0 {
 			args = []string{"sh", "-c", p.cmd}
 		}
-		sb := p.pick(p.pods)
+		sb := p.Pick(p.pods)
 		r, err := p.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb,
-			Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: p.str()},
-				Image: &runtimeapi.ImageSpec{Image: image}, Command: args[:1], Args: args[1:], LogPath: p.str(),
-				WorkingDir: p.str(), Envs: []*runtimeapi.KeyValue{{Key: p.str(), Value: []byte(p.str())}}},
+			Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: p.Str()},
+				Image: &runtimeapi.ImageSpec{Image: image}, Command: args[:1], Args: args[1:], LogPath: p.Str(),
+				WorkingDir: p.Str(), Envs: []*runtimeapi.KeyValue{{Key: p.Str(), Value: []byte(p.Str())}}},
 			SandboxConfig: &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "x", Namespace: "y", Uid: "z"}}})
-		p.check("CreateContainer", err)
+		callfuzz.Check(p.t, "CreateContainer", err, criCodes)
 		if err == nil {
 			p.ctrs = append(p.ctrs, r.ContainerId)
 		}
 	case 4:
-		_, err := p.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: p.pick(p.ctrs)})
-		p.check("StartContainer", err)
+		_, err := p.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: p.Pick(p.ctrs)})
+		callfuzz.Check(p.t, "StartContainer", err, criCodes)
 	case 5:
-		_, err := p.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: p.pick(p.ctrs), Timeout: int64(p.next()%2) - 1})
-		p.check("StopContainer", err)
+		_, err := p.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: p.Pick(p.ctrs), Timeout: int64(p.Next()%2) - 1})
+		callfuzz.Check(p.t, "StopContainer", err, criCodes)
 	case 6:
-		_, err := p.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: p.pick(p.ctrs)})
-		p.check("RemoveContainer", err)
+		_, err := p.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: p.Pick(p.ctrs)})
+		callfuzz.Check(p.t, "RemoveContainer", err, criCodes)
 	case 7:
-		ref := p.name
-		if p.next()%2 == 0 {
-			ref = []string{"busybox", "nginx:latest", "registry.k8s.io/pause:3.10"}[p.next()%3]
+		ref := p.Name
+		if p.Next()%2 == 0 {
+			ref = []string{"busybox", "nginx:latest", "registry.k8s.io/pause:3.10"}[p.Next()%3]
 		}
 		r, err := p.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref},
-			Auth: &runtimeapi.AuthConfig{Username: p.str(), Password: p.str()}})
-		p.check("PullImage", err)
+			Auth: &runtimeapi.AuthConfig{Username: p.Str(), Password: p.Str()}})
+		callfuzz.Check(p.t, "PullImage", err, criCodes)
 		if err == nil {
 			p.images = append(p.images, r.ImageRef)
 		}
 	case 8:
-		_, err := p.img.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: p.pick(p.images)}})
-		p.check("RemoveImage", err)
+		_, err := p.img.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: p.Pick(p.images)}})
+		callfuzz.Check(p.t, "RemoveImage", err, criCodes)
 	case 9:
-		_, err := p.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: p.pick(p.ctrs), Verbose: p.next()%2 == 0})
-		p.check("ContainerStatus", err)
+		_, err := p.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: p.Pick(p.ctrs), Verbose: p.Next()%2 == 0})
+		callfuzz.Check(p.t, "ContainerStatus", err, criCodes)
 	case 10:
-		_, err := p.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: p.pick(p.pods), Verbose: p.next()%2 == 0})
-		p.check("PodSandboxStatus", err)
+		_, err := p.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: p.Pick(p.pods), Verbose: p.Next()%2 == 0})
+		callfuzz.Check(p.t, "PodSandboxStatus", err, criCodes)
 	case 11:
-		_, err := p.rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: p.pick(p.ctrs), Cmd: []string{"sh", "-c", p.cmd}, Timeout: 1})
-		p.check("ExecSync", err)
+		_, err := p.rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: p.Pick(p.ctrs), Cmd: []string{"sh", "-c", p.cmd}, Timeout: 1})
+		callfuzz.Check(p.t, "ExecSync", err, criCodes)
 	case 12:
-		_, err := p.rt.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{ContainerId: p.pick(p.ctrs),
-			Linux: &runtimeapi.LinuxContainerResources{CpuShares: int64(p.next()) - 128, MemoryLimitInBytes: int64(p.next()) << 56}})
-		p.check("UpdateContainerResources", err)
+		_, err := p.rt.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{ContainerId: p.Pick(p.ctrs),
+			Linux: &runtimeapi.LinuxContainerResources{CpuShares: int64(p.Next()) - 128, MemoryLimitInBytes: int64(p.Next()) << 56}})
+		callfuzz.Check(p.t, "UpdateContainerResources", err, criCodes)
 	case 13:
-		_, err := p.img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: p.pick(p.images)}})
-		p.check("ImageStatus", err)
-		_, err = p.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{Id: p.name, PodSandboxId: p.name,
-			LabelSelector: map[string]string{p.name: p.cmd}}})
-		p.check("ListContainers", err)
+		_, err := p.img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: p.Pick(p.images)}})
+		callfuzz.Check(p.t, "ImageStatus", err, criCodes)
+		_, err = p.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{Id: p.Name, PodSandboxId: p.Name,
+			LabelSelector: map[string]string{p.Name: p.cmd}}})
+		callfuzz.Check(p.t, "ListContainers", err, criCodes)
 	}
 }
 
@@ -251,10 +211,10 @@ func FuzzCRI(f *testing.F) {
 		}
 		defer conn.Close()
 		p := &criProgram{t: t, rt: runtimeapi.NewRuntimeServiceClient(conn), img: runtimeapi.NewImageServiceClient(conn),
-			prog: prog, name: name, cmd: cmd}
+			Program: callfuzz.Program{Prog: prog, Name: name}, cmd: cmd}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		for len(p.prog) > 0 {
+		for p.More() {
 			p.step(ctx)
 		}
 		p.consistent(ctx)
@@ -296,12 +256,12 @@ func FuzzStateDir(f *testing.F) {
 		}
 		defer conn.Close()
 		p := &criProgram{t: t, rt: runtimeapi.NewRuntimeServiceClient(conn), img: runtimeapi.NewImageServiceClient(conn),
-			prog: []byte{10, 0, 9, 0, 0, 0, 0, 0, 3, 1, 4, 1, 5, 1, 6, 1, 1, 1, 2, 1, 1, 0, 2, 0}, name: "s1", cmd: "true"}
+			Program: callfuzz.Program{Prog: []byte{10, 0, 9, 0, 0, 0, 0, 0, 3, 1, 4, 1, 5, 1, 6, 1, 1, 1, 2, 1, 1, 0, 2, 0}, Name: "s1"}, cmd: "true"}
 		p.pods, p.ctrs = []string{"s1"}, []string{"c1"}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		p.consistent(ctx)
-		for len(p.prog) > 0 {
+		for p.More() {
 			p.step(ctx)
 		}
 		p.consistent(ctx)

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/plugsim/plugsim/csi-fake/server"
+	"github.com/plugsim/plugsim/internal/callfuzz"
 )
 
 // csiCodes are the codes the CSI spec documents for the errors of the calls below (its "Error
@@ -29,55 +30,28 @@ var csiCodes = map[codes.Code]bool{
 // csiProgram is criProgram's counterpart for CSI: each byte of prog picks a call, the next ones
 // its target (a volume or snapshot handed out so far, or the fuzzed name) and its sizes.
 type csiProgram struct {
+	callfuzz.Program
 	t     *testing.T
 	id    csi.IdentityClient
 	ctl   csi.ControllerClient
 	node  csi.NodeClient
-	prog  []byte
-	name  string
 	path  string
 	dir   string
 	vols  []string
 	snaps []string
-	seq   int
-}
-
-func (p *csiProgram) next() byte {
-	if len(p.prog) == 0 {
-		return 0
-	}
-	b := p.prog[0]
-	p.prog = p.prog[1:]
-	return b
-}
-
-func (p *csiProgram) pick(ids []string) string {
-	b := int(p.next())
-	if len(ids) == 0 || b%(len(ids)+1) == len(ids) {
-		return p.name
-	}
-	return ids[b%(len(ids)+1)]
-}
-
-func (p *csiProgram) str() string {
-	if p.next()%4 == 0 {
-		return p.name
-	}
-	p.seq++
-	return fmt.Sprintf("n%d", p.seq)
 }
 
 // target is a path under the test's directory, or the fuzzed one (csi-fake's fake mounts only
 // record it; a hostile one must be refused or recorded, never followed).
 func (p *csiProgram) target() string {
-	if p.next()%3 == 0 {
+	if p.Next()%3 == 0 {
 		return p.path
 	}
-	return filepath.Join(p.dir, fmt.Sprintf("t%d", p.next()%4))
+	return filepath.Join(p.dir, fmt.Sprintf("t%d", p.Next()%4))
 }
 
 func (p *csiProgram) size() int64 {
-	switch b := p.next(); b % 4 {
+	switch b := p.Next(); b % 4 {
 	case 0:
 		return 0
 	case 1:
@@ -93,96 +67,85 @@ func (p *csiProgram) capability() *csi.VolumeCapability {
 	modes := []csi.VolumeCapability_AccessMode_Mode{csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER,
 		csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER, csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER,
 		csi.VolumeCapability_AccessMode_UNKNOWN}
-	c := &csi.VolumeCapability{AccessMode: &csi.VolumeCapability_AccessMode{Mode: modes[p.next()%4]}}
-	if p.next()%2 == 0 {
+	c := &csi.VolumeCapability{AccessMode: &csi.VolumeCapability_AccessMode{Mode: modes[p.Next()%4]}}
+	if p.Next()%2 == 0 {
 		c.AccessType = &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}}
 	} else {
-		c.AccessType = &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: p.str()}}
+		c.AccessType = &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: p.Str()}}
 	}
 	return c
 }
 
-func (p *csiProgram) check(method string, err error) {
-	p.t.Helper()
-	st, ok := status.FromError(err)
-	if !ok {
-		p.t.Fatalf("%s: error %v is not a gRPC status", method, err)
-	}
-	if !csiCodes[st.Code()] {
-		p.t.Fatalf("%s: code %s (%s) is not one the CSI spec documents", method, st.Code(), st.Message())
-	}
-}
-
 func (p *csiProgram) step(ctx context.Context) {
-	secrets := map[string]string{"password": p.str()}
-	switch p.next() % 15 {
+	secrets := map[string]string{"password": p.Str()}
+	switch p.Next() % 15 {
 	case 0:
-		r, err := p.ctl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: p.str(), CapacityRange: &csi.CapacityRange{RequiredBytes: p.size(), LimitBytes: p.size()},
-			VolumeCapabilities: []*csi.VolumeCapability{p.capability()}, Parameters: map[string]string{p.str(): p.str()}, Secrets: secrets})
-		p.check("CreateVolume", err)
+		r, err := p.ctl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: p.Str(), CapacityRange: &csi.CapacityRange{RequiredBytes: p.size(), LimitBytes: p.size()},
+			VolumeCapabilities: []*csi.VolumeCapability{p.capability()}, Parameters: map[string]string{p.Str(): p.Str()}, Secrets: secrets})
+		callfuzz.Check(p.t, "CreateVolume", err, csiCodes)
 		if err == nil {
 			p.vols = append(p.vols, r.Volume.VolumeId)
 		}
 	case 1:
-		_, err := p.ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: p.pick(p.vols), Secrets: secrets})
-		p.check("DeleteVolume", err)
+		_, err := p.ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: p.Pick(p.vols), Secrets: secrets})
+		callfuzz.Check(p.t, "DeleteVolume", err, csiCodes)
 	case 2:
-		_, err := p.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: p.pick(p.vols), NodeId: "node-1",
-			VolumeCapability: p.capability(), Readonly: p.next()%2 == 0, Secrets: secrets})
-		p.check("ControllerPublishVolume", err)
+		_, err := p.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: p.Pick(p.vols), NodeId: "node-1",
+			VolumeCapability: p.capability(), Readonly: p.Next()%2 == 0, Secrets: secrets})
+		callfuzz.Check(p.t, "ControllerPublishVolume", err, csiCodes)
 	case 3:
-		_, err := p.ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: p.pick(p.vols), NodeId: "node-1"})
-		p.check("ControllerUnpublishVolume", err)
+		_, err := p.ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: p.Pick(p.vols), NodeId: "node-1"})
+		callfuzz.Check(p.t, "ControllerUnpublishVolume", err, csiCodes)
 	case 4:
-		_, err := p.node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: p.pick(p.vols), StagingTargetPath: p.target(),
+		_, err := p.node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: p.Pick(p.vols), StagingTargetPath: p.target(),
 			VolumeCapability: p.capability(), Secrets: secrets})
-		p.check("NodeStageVolume", err)
+		callfuzz.Check(p.t, "NodeStageVolume", err, csiCodes)
 	case 5:
-		_, err := p.node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: p.pick(p.vols), StagingTargetPath: p.target()})
-		p.check("NodeUnstageVolume", err)
+		_, err := p.node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: p.Pick(p.vols), StagingTargetPath: p.target()})
+		callfuzz.Check(p.t, "NodeUnstageVolume", err, csiCodes)
 	case 6:
-		_, err := p.node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: p.pick(p.vols), StagingTargetPath: p.target(),
-			TargetPath: p.target(), VolumeCapability: p.capability(), Readonly: p.next()%2 == 0, Secrets: secrets})
-		p.check("NodePublishVolume", err)
+		_, err := p.node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: p.Pick(p.vols), StagingTargetPath: p.target(),
+			TargetPath: p.target(), VolumeCapability: p.capability(), Readonly: p.Next()%2 == 0, Secrets: secrets})
+		callfuzz.Check(p.t, "NodePublishVolume", err, csiCodes)
 	case 7:
-		_, err := p.node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: p.pick(p.vols), TargetPath: p.target()})
-		p.check("NodeUnpublishVolume", err)
+		_, err := p.node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: p.Pick(p.vols), TargetPath: p.target()})
+		callfuzz.Check(p.t, "NodeUnpublishVolume", err, csiCodes)
 	case 8:
-		r, err := p.ctl.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{SourceVolumeId: p.pick(p.vols), Name: p.str(), Secrets: secrets})
-		p.check("CreateSnapshot", err)
+		r, err := p.ctl.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{SourceVolumeId: p.Pick(p.vols), Name: p.Str(), Secrets: secrets})
+		callfuzz.Check(p.t, "CreateSnapshot", err, csiCodes)
 		if err == nil {
 			p.snaps = append(p.snaps, r.Snapshot.SnapshotId)
 		}
 	case 9:
-		_, err := p.ctl.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: p.pick(p.snaps), Secrets: secrets})
-		p.check("DeleteSnapshot", err)
+		_, err := p.ctl.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: p.Pick(p.snaps), Secrets: secrets})
+		callfuzz.Check(p.t, "DeleteSnapshot", err, csiCodes)
 	case 10:
-		_, err := p.ctl.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: p.pick(p.vols),
+		_, err := p.ctl.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: p.Pick(p.vols),
 			CapacityRange: &csi.CapacityRange{RequiredBytes: p.size(), LimitBytes: p.size()}, Secrets: secrets})
-		p.check("ControllerExpandVolume", err)
+		callfuzz.Check(p.t, "ControllerExpandVolume", err, csiCodes)
 	case 11:
-		_, err := p.node.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: p.pick(p.vols), VolumePath: p.target(),
+		_, err := p.node.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: p.Pick(p.vols), VolumePath: p.target(),
 			CapacityRange: &csi.CapacityRange{RequiredBytes: p.size()}})
-		p.check("NodeExpandVolume", err)
+		callfuzz.Check(p.t, "NodeExpandVolume", err, csiCodes)
 	case 12:
-		_, err := p.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: p.pick(p.vols), VolumePath: p.target()})
-		p.check("NodeGetVolumeStats", err)
+		_, err := p.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: p.Pick(p.vols), VolumePath: p.target()})
+		callfuzz.Check(p.t, "NodeGetVolumeStats", err, csiCodes)
 	case 13:
-		src := &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: p.pick(p.snaps)}}}
-		if p.next()%2 == 0 {
-			src = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: p.pick(p.vols)}}}
+		src := &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: p.Pick(p.snaps)}}}
+		if p.Next()%2 == 0 {
+			src = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: p.Pick(p.vols)}}}
 		}
-		r, err := p.ctl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: p.str(), VolumeContentSource: src,
+		r, err := p.ctl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: p.Str(), VolumeContentSource: src,
 			VolumeCapabilities: []*csi.VolumeCapability{p.capability()}})
-		p.check("CreateVolume from a source", err)
+		callfuzz.Check(p.t, "CreateVolume from a source", err, csiCodes)
 		if err == nil {
 			p.vols = append(p.vols, r.Volume.VolumeId)
 		}
 	case 14:
-		_, err := p.ctl.ListVolumes(ctx, &csi.ListVolumesRequest{MaxEntries: int32(p.next()) - 128, StartingToken: p.str()})
-		p.check("ListVolumes", err)
+		_, err := p.ctl.ListVolumes(ctx, &csi.ListVolumesRequest{MaxEntries: int32(p.Next()) - 128, StartingToken: p.Str()})
+		callfuzz.Check(p.t, "ListVolumes", err, csiCodes)
 		_, err = p.ctl.GetCapacity(ctx, &csi.GetCapacityRequest{VolumeCapabilities: []*csi.VolumeCapability{p.capability()}})
-		p.check("GetCapacity", err)
+		callfuzz.Check(p.t, "GetCapacity", err, csiCodes)
 	}
 }
 
@@ -252,10 +215,10 @@ func FuzzCSI(f *testing.F) {
 		}
 		defer conn.Close()
 		p := &csiProgram{t: t, id: csi.NewIdentityClient(conn), ctl: csi.NewControllerClient(conn), node: csi.NewNodeClient(conn),
-			prog: prog, name: name, path: path, dir: filepath.Join(dir, "targets")}
+			Program: callfuzz.Program{Prog: prog, Name: name}, path: path, dir: filepath.Join(dir, "targets")}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		for len(p.prog) > 0 {
+		for p.More() {
 			p.step(ctx)
 		}
 		p.consistent(ctx)
@@ -294,12 +257,12 @@ func FuzzStateDir(f *testing.F) {
 		}
 		defer conn.Close()
 		p := &csiProgram{t: t, id: csi.NewIdentityClient(conn), ctl: csi.NewControllerClient(conn), node: csi.NewNodeClient(conn),
-			prog: []byte{0, 1, 1, 0, 0, 2, 0, 0, 0, 4, 0, 1, 0, 0, 6, 0, 1, 1, 0, 0, 8, 0, 7, 0, 1, 5, 0, 1, 3, 0, 1, 1, 0},
-			name: "vol-1", path: "/t", dir: filepath.Join(dir, "targets")}
+			Program: callfuzz.Program{Prog: []byte{0, 1, 1, 0, 0, 2, 0, 0, 0, 4, 0, 1, 0, 0, 6, 0, 1, 1, 0, 0, 8, 0, 7, 0, 1, 5, 0, 1, 3, 0, 1, 1, 0},
+				Name: "vol-1"}, path: "/t", dir: filepath.Join(dir, "targets")}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		p.consistent(ctx)
-		for len(p.prog) > 0 {
+		for p.More() {
 			p.step(ctx)
 		}
 		p.consistent(ctx)
