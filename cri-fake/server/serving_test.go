@@ -47,19 +47,7 @@ func TestHandlerPanicIsInternal(t *testing.T) {
 	ctx := context.Background()
 	var log crashtest.Log
 	s, c := start(t, Options{StreamingAddr: "none", Launcher: panickingLauncher{}, Logf: log.Logf})
-	if _, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "busybox"}}); err != nil {
-		t.Fatal(err)
-	}
-	pod, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: podConfig("p")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctr, err := c.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod.PodSandboxId, Config: &runtimeapi.ContainerConfig{
-		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox"}, Command: []string{"sleep", "1"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.ContainerId})
+	_, err := c.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: createContainer(t, c, "p", "sleep", "1")})
 	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "injected launcher defect") {
 		t.Fatalf("StartContainer with a panicking launcher: %v, want Internal", err)
 	}
@@ -152,23 +140,12 @@ func TestStreamingURLsAreLoopbackOneTimeTokens(t *testing.T) {
 	if err != nil || u.Hostname() != "127.0.0.1" {
 		t.Fatalf("streaming URL %s (%v), want one on 127.0.0.1", s.StreamingURL(), err)
 	}
-	if _, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "busybox"}}); err != nil {
-		t.Fatal(err)
-	}
-	pod, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: podConfig("p")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctr, err := c.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod.PodSandboxId, Config: &runtimeapi.ContainerConfig{
-		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox"}, Command: []string{"sleep", "3600"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
+	ctr := createContainer(t, c, "p", "sleep", "3600")
+	if _, err := c.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr}); err != nil {
 		t.Fatal(err)
 	}
 	token := func() string {
-		ex, err := c.rt.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: ctr.ContainerId, Cmd: []string{"true"}, Stdout: true})
+		ex, err := c.rt.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: ctr, Cmd: []string{"true"}, Stdout: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,4 +181,24 @@ func TestStreamingURLsAreLoopbackOneTimeTokens(t *testing.T) {
 	if code := post(second[:len(second)-1] + last); code != http.StatusNotFound {
 		t.Fatalf("a token one character off: HTTP %d, want 404", code)
 	}
+}
+
+// createContainer pulls busybox, runs the pod and creates a container "app" of it running cmd; it
+// returns the container's ID.
+func createContainer(t testing.TB, c clients, pod string, cmd ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "busybox"}}); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: podConfig(pod)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctr, err := c.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, Config: &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox"}, Command: cmd}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctr.ContainerId
 }
