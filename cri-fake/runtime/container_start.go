@@ -40,7 +40,7 @@ func (s *Service) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 		return nil, fail(codes.FailedPrecondition, "sandbox container "+sb.ID+" is not running")
 	}
 	img, _ := s.images.Store().Get(c.ImageID)
-	// Stamped before the launch: a process may run to its end before Start returns (printf does,
+	// Stamped before the launch: a task may run to its end before Start returns (printf does,
 	// under load), and its exit time must not come before its start.
 	startedAt := s.now().UnixNano()
 	spec := s.taskSpec(sb, c.ContainerSpec, img)
@@ -86,7 +86,7 @@ func (s *Service) recordExit(sb *store.Sandbox, c *store.Container, t task.Task)
 		at = s.now()
 	}
 	// A launcher's clock may differ from the runtime's: a container never finishes before it
-	// started (StartedAt is set before the process is watched).
+	// started (StartedAt is set before the task is watched).
 	if started := c.Status().StartedAt; at.UnixNano() < started {
 		at = time.Unix(0, started)
 	}

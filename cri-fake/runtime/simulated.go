@@ -377,7 +377,8 @@ func (l *Simulated) startable(ts task.Spec) (*process.Spec, error) {
 	if !built {
 		return nil, nil
 	}
-	return &spec, nil
+	own := spec // a copy of its own, so that spec stays off the heap when not built
+	return &own, nil
 }
 
 // startError words a start failure as containerd reports it from StartContainer.

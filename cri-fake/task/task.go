@@ -10,12 +10,12 @@
 //   - A Spec is what a launcher is told to start a task from: the container's and sandbox's
 //     configs, the resolved image, the log path, the network.
 //   - A process is a simulated process of cri-fake/process (process.Process). The default
-//     launcher, runtime.Simulated, backs each task with one: the container's main process, with
-//     exec'd commands as its children.
+//     launcher, runtime.Simulated, backs each task with one: the container's main process, in
+//     which ExecSync and exec sessions run their commands.
 //
 // A task has to end when killed and tell how it ended (Kill, Done, Exit); everything else it may
-// decline with errors.ErrUnsupported, which the runtime answers the way containerd answers for
-// a runtime without the feature (see the methods). Embed Unsupported to decline all of them.
+// decline with errors.ErrUnsupported, which the runtime answers as for a container that cannot
+// do it (each method says how). Embed Unsupported to decline all of them.
 package task
 
 import (
