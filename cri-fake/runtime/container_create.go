@@ -11,6 +11,7 @@ import (
 
 	"github.com/plugsim/plugsim/cri-fake/images"
 	"github.com/plugsim/plugsim/cri-fake/store"
+	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
 // CreateContainer creates a CREATED container in a READY sandbox. The image must already be
@@ -44,7 +45,7 @@ func (s *Service) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 			s.containers.Release(spec.Name)
 		}
 	}()
-	if err := s.validateProcess(sb, spec, img); err != nil {
+	if err := s.validateTask(sb, spec, img); err != nil {
 		return nil, err
 	}
 	c := store.NewContainer(spec)
@@ -107,19 +108,19 @@ func (s *Service) containerSpec(sb *store.Sandbox, id string, cfg *runtimeapi.Co
 	}, img, nil
 }
 
-// validateProcess lets the launcher refuse, at creation, a container whose process cannot be
-// built (Validator), the way containerd reports "executable file not found" at CreateContainer.
-func (s *Service) validateProcess(sb *store.Sandbox, spec store.ContainerSpec, img images.Image) error {
-	v, ok := s.launcher.(Validator)
-	if !ok {
-		return nil
-	}
-	ps := ProcessSpec{ContainerID: spec.ID, SandboxID: sb.ID, Config: spec.Config, SandboxConfig: sb.Config, Image: img,
-		LogPath: spec.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs}
-	if err := v.Validate(ps); err != nil {
+// validateTask lets the launcher refuse, at creation, a container whose task cannot be built,
+// the way containerd reports "executable file not found" at CreateContainer.
+func (s *Service) validateTask(sb *store.Sandbox, spec store.ContainerSpec, img images.Image) error {
+	if err := s.launcher.Validate(s.taskSpec(sb, spec, img)); err != nil {
 		return status.Errorf(codes.Unknown, "failed to generate container %q spec: %v", spec.Config.GetMetadata().GetName(), err)
 	}
 	return nil
+}
+
+// taskSpec is what the launcher is told about a container of sandbox sb.
+func (s *Service) taskSpec(sb *store.Sandbox, spec store.ContainerSpec, img images.Image) task.Spec {
+	return task.Spec{ContainerID: spec.ID, SandboxID: sb.ID, Config: spec.Config, SandboxConfig: sb.Config, Image: img,
+		LogPath: spec.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs}
 }
 
 // containerLogPath is the container's log file: the sandbox's log directory joined with the

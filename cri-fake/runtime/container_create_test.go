@@ -10,6 +10,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
 func TestCreateContainerErrors(t *testing.T) {
@@ -103,7 +105,7 @@ func TestCreateContainerImageStopSignal(t *testing.T) {
 
 type rejectingLauncher struct{ UntilStopped }
 
-func (rejectingLauncher) Validate(ProcessSpec) error {
+func (rejectingLauncher) Validate(task.Spec) error {
 	return errors.New(`exec: "nosuch": executable file not found in $PATH`)
 }
 

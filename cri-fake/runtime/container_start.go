@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/plugsim/plugsim/cri-fake/store"
+	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
 // StartContainer moves a CREATED container to RUNNING. The transition is guarded in the store
@@ -39,63 +40,53 @@ func (s *Service) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 		return nil, fail(codes.FailedPrecondition, "sandbox container "+sb.ID+" is not running")
 	}
 	img, _ := s.images.Store().Get(c.ImageID)
-	// Stamped before the launch: a process may run to its end before Start returns (printf does,
+	// Stamped before the launch: a task may run to its end before Start returns (printf does,
 	// under load), and its exit time must not come before its start.
 	startedAt := s.now().UnixNano()
-	p, err := s.launcher.Start(ctx, ProcessSpec{
-		ContainerID: c.ID, SandboxID: sb.ID, Config: c.Config, SandboxConfig: sb.Config, Image: img,
-		LogPath: c.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs,
-		Resources: c.Status().Resources,
-	})
+	spec := s.taskSpec(sb, c.ContainerSpec, img)
+	spec.Resources = c.Status().Resources
+	t, err := s.launcher.Start(ctx, spec)
 	if err != nil {
 		return nil, fail(codes.Unknown, "failed to start containerd task "+c.ID+": "+err.Error())
 	}
-	c.SetRunning(startedAt, p)
+	c.SetRunning(startedAt, t)
 	s.persistContainer(c)
 	s.emit(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, sb, c)
-	s.watch(sb, c, p)
+	s.watch(sb, c, t)
 	return &runtimeapi.StartContainerResponse{}, nil
 }
 
-// watch arranges for the end of a process to be recorded: by the process's own notification
-// (ExitNotifier), or by a goroutine, unless the process is Passive (it then ends only when
-// stopContainer signals it, which records the exit itself).
-func (s *Service) watch(sb *store.Sandbox, c *store.Container, p Process) {
-	if pp, ok := p.(Passive); ok && pp.Passive() {
-		return
-	}
-	if n, ok := p.(ExitNotifier); ok {
-		n.NotifyExit(func() { s.recordExit(sb, c, p) })
-		return
-	}
-	go s.monitor(sb, c, p)
-}
-
-// monitor records the end of a container's process, whoever caused it.
+// watch arranges for the end of a task to be recorded, whoever causes it: by the task's own
+// notification, else by a goroutine waiting on Done.
 //
-// The log file at LogPath belongs to the process: it is created when the process first writes
-// (the process simulation does), not here. A silent process leaves no file; the kubelet's log
-// manager then calls ReopenContainerLog, which creates it. Creating an empty file for every
-// container would cost more than all of the runtime's bookkeeping for a pod lifecycle.
-func (s *Service) monitor(sb *store.Sandbox, c *store.Container, p Process) {
-	<-p.Done()
-	s.recordExit(sb, c, p)
+// The log file at LogPath belongs to the task: it is created when the task first writes (the
+// process simulation does), not here. A silent task leaves no file; the kubelet's log manager
+// then calls ReopenContainerLog, which creates it. Creating an empty file for every container
+// would cost more than all of the runtime's bookkeeping for a pod lifecycle.
+func (s *Service) watch(sb *store.Sandbox, c *store.Container, t task.Task) {
+	if t.NotifyExit(func() { s.recordExit(sb, c, t) }) {
+		return
+	}
+	go func() {
+		<-t.Done()
+		s.recordExit(sb, c, t)
+	}()
 }
 
-// recordExit moves the container to EXITED with the process's exit; it is idempotent.
-func (s *Service) recordExit(sb *store.Sandbox, c *store.Container, p Process) {
+// recordExit moves the container to EXITED with the task's exit; it is idempotent.
+func (s *Service) recordExit(sb *store.Sandbox, c *store.Container, t task.Task) {
 	s.exits.RLock()
 	defer s.exits.RUnlock()
 	if s.closing.Load() {
 		return // killed by Close: the container stays RUNNING in the saved state
 	}
-	e := p.Exit()
+	e := t.Exit()
 	at := e.At
 	if at.IsZero() {
 		at = s.now()
 	}
 	// A launcher's clock may differ from the runtime's: a container never finishes before it
-	// started (StartedAt is set before the process is watched).
+	// started (StartedAt is set before the task is watched).
 	if started := c.Status().StartedAt; at.UnixNano() < started {
 		at = time.Unix(0, started)
 	}

@@ -12,6 +12,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
 func TestStartContainer(t *testing.T) {
@@ -48,9 +50,9 @@ func TestStartContainerInStoppedSandbox(t *testing.T) {
 	}
 }
 
-type failingLauncher struct{}
+type failingLauncher struct{ UntilStopped }
 
-func (failingLauncher) Start(context.Context, ProcessSpec) (Process, error) {
+func (failingLauncher) Start(context.Context, task.Spec) (task.Task, error) {
 	return nil, errors.New("no such file")
 }
 
@@ -66,27 +68,31 @@ func TestStartContainerLauncherFails(t *testing.T) {
 }
 
 // exitingLauncher gives processes that end by themselves with a code.
-type exitingLauncher struct{ code int32 }
+type exitingLauncher struct {
+	UntilStopped
+	code int32
+}
 
-func (l exitingLauncher) Start(context.Context, ProcessSpec) (Process, error) {
+func (l exitingLauncher) Start(context.Context, task.Spec) (task.Task, error) {
 	p := &exitingProcess{done: make(chan struct{})}
 	go func() {
 		time.Sleep(10 * time.Millisecond)
-		p.once.Do(func() { p.exit = Exit{Code: l.code}; close(p.done) })
+		p.once.Do(func() { p.exit = task.Exit{Code: l.code}; close(p.done) })
 	}()
 	return p, nil
 }
 
-// exitingProcess ends by itself (it is not Passive, so the runtime watches it).
+// exitingProcess ends by itself (it does not notify its exit, so the runtime watches it).
 type exitingProcess struct {
+	task.Unsupported
 	once sync.Once
 	done chan struct{}
-	exit Exit
+	exit task.Exit
 }
 
-func (p *exitingProcess) Signal(syscall.Signal) error { return nil }
-func (p *exitingProcess) Done() <-chan struct{}       { return p.done }
-func (p *exitingProcess) Exit() Exit                  { return p.exit }
+func (p *exitingProcess) Kill(syscall.Signal) error { return nil }
+func (p *exitingProcess) Done() <-chan struct{}     { return p.done }
+func (p *exitingProcess) Exit() task.Exit           { return p.exit }
 
 func TestContainerExitsOnItsOwn(t *testing.T) {
 	for _, tc := range []struct {
@@ -112,13 +118,16 @@ func TestContainerExitsOnItsOwn(t *testing.T) {
 
 // quickLauncher's processes end before Start returns, as a simulated printf can on a busy
 // machine: Start returns only once the clock has moved past the exit time.
-type quickLauncher struct{ exitAt time.Duration }
+type quickLauncher struct {
+	UntilStopped
+	exitAt time.Duration
+}
 
-func (l quickLauncher) Start(context.Context, ProcessSpec) (Process, error) {
+func (l quickLauncher) Start(context.Context, task.Spec) (task.Task, error) {
 	at := time.Now().Add(l.exitAt)
 	for !time.Now().After(at) {
 	}
-	p := &exitingProcess{done: make(chan struct{}), exit: Exit{At: at}}
+	p := &exitingProcess{done: make(chan struct{}), exit: task.Exit{At: at}}
 	close(p.done)
 	return p, nil
 }

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/plugsim/plugsim/cri-fake/store"
+	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
 // StopContainer sends the stop signal and waits up to timeout seconds for the process to end,
@@ -48,14 +49,14 @@ func timeoutSeconds(t int64) (time.Duration, bool) {
 
 func (s *Service) stopContainer(ctx context.Context, c *store.Container, timeout int64) error {
 	sb, _ := s.sandboxes.Get(c.SandboxID)
-	// exited waits for the container to become EXITED. When the process has already ended, the
-	// exit is recorded right here: a Passive process has no monitor goroutine, and for the others
-	// this saves waiting for the monitor to be scheduled.
-	exited := func(p Process) <-chan struct{} {
+	// exited waits for the container to become EXITED. When the task has already ended, the
+	// exit is recorded right here, which saves waiting for the goroutine watching a task that
+	// does not notify its exit to be scheduled.
+	exited := func(t task.Task) <-chan struct{} {
 		select {
-		case <-p.Done():
+		case <-t.Done():
 			if sb != nil {
-				s.recordExit(sb, c, p)
+				s.recordExit(sb, c, t)
 			}
 		default:
 		}
@@ -64,14 +65,14 @@ func (s *Service) stopContainer(ctx context.Context, c *store.Container, timeout
 	if c.Status().State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return nil
 	}
-	p, _ := c.Task().(Process)
-	if p == nil {
+	t := c.Task()
+	if t == nil {
 		return nil // exited between the two looks
 	}
 	if timeout > 0 {
-		p.Signal(stopSignal(c))
+		t.Kill(stopSignal(c))
 		select {
-		case <-exited(p):
+		case <-exited(t):
 			return nil // ended on the signal: no timer to arm
 		default:
 		}
@@ -84,16 +85,16 @@ func (s *Service) stopContainer(ctx context.Context, c *store.Container, timeout
 			expired = t.C
 		}
 		select {
-		case <-exited(p):
+		case <-exited(t):
 			return nil
 		case <-expired:
 		case <-ctx.Done():
 			return status.FromContextError(ctx.Err()).Err()
 		}
 	}
-	p.Signal(syscall.SIGKILL)
+	t.Kill(syscall.SIGKILL)
 	select {
-	case <-exited(p):
+	case <-exited(t):
 		return nil
 	case <-ctx.Done():
 		return status.Errorf(codes.DeadlineExceeded, "container %s did not exit after SIGKILL: %v", c.ID, ctx.Err())

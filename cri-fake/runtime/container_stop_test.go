@@ -9,6 +9,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
 func TestStopContainer(t *testing.T) {
@@ -63,13 +65,14 @@ func TestStopContainerNotFoundAndCreated(t *testing.T) {
 
 // stubbornProcess ignores everything but SIGKILL, and records the signals it got.
 type stubbornProcess struct {
+	task.Unsupported
 	mu   sync.Mutex
 	sigs []syscall.Signal
 	once sync.Once
 	done chan struct{}
 }
 
-func (p *stubbornProcess) Signal(sig syscall.Signal) error {
+func (p *stubbornProcess) Kill(sig syscall.Signal) error {
 	p.mu.Lock()
 	p.sigs = append(p.sigs, sig)
 	p.mu.Unlock()
@@ -79,11 +82,14 @@ func (p *stubbornProcess) Signal(sig syscall.Signal) error {
 	return nil
 }
 func (p *stubbornProcess) Done() <-chan struct{} { return p.done }
-func (p *stubbornProcess) Exit() Exit            { return Exit{Code: 137} }
+func (p *stubbornProcess) Exit() task.Exit       { return task.Exit{Code: 137} }
 
-type stubbornLauncher struct{ procs chan *stubbornProcess }
+type stubbornLauncher struct {
+	UntilStopped
+	procs chan *stubbornProcess
+}
 
-func (l stubbornLauncher) Start(context.Context, ProcessSpec) (Process, error) {
+func (l stubbornLauncher) Start(context.Context, task.Spec) (task.Task, error) {
 	p := &stubbornProcess{done: make(chan struct{})}
 	l.procs <- p
 	return p, nil

@@ -2,7 +2,7 @@ package runtime
 
 import (
 	"context"
-	"fmt"
+	"errors"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -10,7 +10,7 @@ import (
 )
 
 // UpdateContainerResources records new Linux resources for a created or running container
-// (ContainerStatus.resources shows them) and hands them to its process (ResourceUpdater: the
+// (ContainerStatus.resources shows them) and hands them to its process (the
 // simulation bounds the container's in-memory files by the memory limit). There are no cgroups
 // to write.
 func (s *Service) UpdateContainerResources(ctx context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
@@ -21,8 +21,8 @@ func (s *Service) UpdateContainerResources(ctx context.Context, req *runtimeapi.
 	if err := c.UpdateResources(req.GetLinux()); err != nil {
 		return nil, storeError(err, "container "+c.ID)
 	}
-	if u, ok := c.Task().(ResourceUpdater); ok {
-		u.UpdateResources(req.GetLinux())
+	if t := c.Task(); t != nil {
+		t.Update(req.GetLinux())
 	}
 	s.persistContainer(c)
 	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
@@ -39,12 +39,15 @@ func (s *Service) ReopenContainerLog(ctx context.Context, req *runtimeapi.Reopen
 	if c.Status().State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return nil, status.Errorf(codes.FailedPrecondition, "container %s is not running: only a running container's log can be reopened", c.ID)
 	}
-	if r, ok := c.Task().(LogReopener); ok {
-		if err := r.ReopenLog(); err != nil {
-			return nil, status.Errorf(codes.Internal, "reopen log of container %s: %v", c.ID, err)
-		}
-	} else if err := createLogFile(c.LogPath); err != nil {
-		return nil, status.Error(codes.Internal, fmt.Sprintf("reopen log of container %s: %v", c.ID, err))
+	err = errors.ErrUnsupported // exited since the look: the log file is the runtime's to make
+	if t := c.Task(); t != nil {
+		err = t.ReopenLog()
+	}
+	if errors.Is(err, errors.ErrUnsupported) {
+		err = createLogFile(c.LogPath)
+	}
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "reopen log of container %s: %v", c.ID, err)
 	}
 	return &runtimeapi.ReopenContainerLogResponse{}, nil
 }

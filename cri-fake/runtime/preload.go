@@ -479,7 +479,7 @@ func (s *Service) applyPlan(ctx context.Context, f *fixtures.CRI, pods []*planne
 		if err := s.containers.Reserve(c.Name, c.ID); err != nil {
 			return bad("%v", err)
 		}
-		if err := s.validateProcess(sb, c.ContainerSpec, pc.img); err != nil {
+		if err := s.validateTask(sb, c.ContainerSpec, pc.img); err != nil {
 			s.containers.Release(c.Name)
 			return bad("%s", rpcMessage(err))
 		}
@@ -493,18 +493,15 @@ func (s *Service) applyPlan(ctx context.Context, f *fixtures.CRI, pods []*planne
 			if err := c.SetStarting(); err != nil {
 				return bad("%v", err)
 			}
-			p, err := s.launcher.Start(ctx, ProcessSpec{
-				ContainerID: c.ID, SandboxID: sb.ID, Config: c.Config, SandboxConfig: sb.Config, Image: pc.img,
-				LogPath: c.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs,
-			})
+			t, err := s.launcher.Start(ctx, s.taskSpec(sb, c.ContainerSpec, pc.img))
 			if err != nil {
 				c.SetStartFailed(s.now().UnixNano(), err.Error())
 				return bad("its process does not start: %v", err)
 			}
-			c.SetRunning(pc.st.StartedAt, p)
+			c.SetRunning(pc.st.StartedAt, t)
 			// Saved before the exit can be recorded (and saved), as StartContainer does.
 			s.persistContainer(c)
-			s.watch(sb, c, p)
+			s.watch(sb, c, t)
 			continue
 		}
 		s.persistContainer(c)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/plugsim/plugsim/cri-fake/network"
 	"github.com/plugsim/plugsim/cri-fake/store"
+	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
 // Restore puts back the sandboxes and containers of a previous run (--state-dir). Containers that
@@ -41,27 +42,27 @@ func (s *Service) Restore(ctx context.Context, l store.Loaded) {
 			continue
 		}
 		img, _ := s.images.Store().Get(c.ImageID)
-		p, err := s.restart(ctx, ProcessSpec{ContainerID: c.ID, SandboxID: sb.ID, Config: c.Config,
-			SandboxConfig: sb.Config, Image: img, LogPath: c.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs, Restored: true,
-			Resources: c.Status().Resources})
+		spec := s.taskSpec(sb, c.ContainerSpec, img)
+		spec.Restored, spec.Resources = true, c.Status().Resources
+		t, err := s.restart(ctx, spec)
 		if err != nil {
 			c.SetExited(s.now().UnixNano(), 255, "Unknown", "process lost across a cri-fake restart: "+err.Error())
 			s.persistContainer(c)
 			continue
 		}
-		c.SetRunning(c.Status().StartedAt, p)
-		s.watch(sb, c, p)
+		c.SetRunning(c.Status().StartedAt, t)
+		s.watch(sb, c, t)
 	}
 }
 
 // restart starts a restored container's process again. A panic in the launcher (a defect met with
 // this container's saved config) fails this container only: cri-fake must come up with its
 // state, whatever one container does, or every restart would die the same way.
-func (s *Service) restart(ctx context.Context, spec ProcessSpec) (p Process, err error) {
+func (s *Service) restart(ctx context.Context, spec task.Spec) (t task.Task, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.opts.Logf("restore container %s: starting its process crashed: %v\n%s", spec.ContainerID, r, debug.Stack())
-			p, err = nil, fmt.Errorf("starting the process crashed: %v", r)
+			t, err = nil, fmt.Errorf("starting the process crashed: %v", r)
 		}
 	}()
 	return s.launcher.Start(ctx, spec)

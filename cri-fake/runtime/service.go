@@ -2,6 +2,12 @@
 // internal/cri/server layout. A handler validates its request, looks objects up in the stores,
 // changes state through the stores' guarded transitions, and answers; gRPC codes are decided here
 // from the typed errors underneath.
+//
+// What runs in a started container is its task (cri-fake/task): the Launcher (launcher.go)
+// starts it, the container's store record holds it, and the handlers drive it — Kill from
+// StopContainer, ExecSync, Exec and Attach from the streaming calls, Usage from the stats, Update
+// and ReopenLog. The default launcher, Simulated (simulated*.go), backs each task with a
+// simulated process of cri-fake/process.
 package runtime
 
 import (
@@ -41,7 +47,7 @@ type Options struct {
 	Network network.Plugin
 	// NetNS creates the sandboxes' namespace paths.
 	NetNS network.NetNSManager
-	// Launcher starts container processes; nil means the process simulation (NewSimulated).
+	// Launcher starts the containers' tasks; nil means the process simulation (NewSimulated).
 	Launcher Launcher
 	// Streaming serves Exec, Attach and PortForward; nil answers them Unimplemented.
 	Streaming Streaming
@@ -149,8 +155,8 @@ func (s *Service) Close() {
 	s.exits.Lock()
 	s.exits.Unlock()
 	for _, c := range s.containers.List() {
-		if p, ok := c.Task().(Process); ok {
-			p.Signal(syscall.SIGKILL)
+		if t := c.Task(); t != nil {
+			t.Kill(syscall.SIGKILL)
 		}
 	}
 	for _, sb := range s.sandboxes.List() {
@@ -239,15 +245,8 @@ func createLogFile(path string) error {
 // realNetNS tells whether sandboxes get real network namespaces (--netns=real).
 func (s *Service) realNetNS() bool { return s.opts.NetNS.Mode == network.NetNSReal }
 
-// release tells the launcher a container is gone (Releaser).
-func (s *Service) releaseContainer(id string) {
-	if r, ok := s.launcher.(Releaser); ok {
-		r.ReleaseContainer(id)
-	}
-}
+// releaseContainer tells the launcher a container is gone.
+func (s *Service) releaseContainer(id string) { s.launcher.ReleaseContainer(id) }
 
-func (s *Service) releaseSandbox(id string) {
-	if r, ok := s.launcher.(Releaser); ok {
-		r.ReleaseSandbox(id)
-	}
-}
+// releaseSandbox tells the launcher a sandbox has stopped.
+func (s *Service) releaseSandbox(id string) { s.launcher.ReleaseSandbox(id) }

@@ -2,11 +2,13 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"hash/fnv"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/plugsim/plugsim/cri-fake/store"
+	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
 // Synthetic stats: a running container uses a steady, per-container share of a core (2-9
@@ -47,10 +49,10 @@ func (s *Service) cpuMem(c *store.Container, now int64) (*runtimeapi.CpuUsage, *
 		cpu.UsageNanoCores.Value = milli * 1_000_000
 	}
 	ws := (4<<20 + (h>>8)%16<<20) + min(uint64(ran/1e9)*memGrowthPerSecond, memGrowthCap)
-	if u, ok := c.Task().(UsageReporter); ok {
+	if u, err := taskUsage(c); err == nil {
 		// The simulated process knows what it uses: its processes plus the image behaviour's
 		// memoryBytes (the catalog's "use M bytes of memory").
-		if m := u.Usage().MemoryBytes; m > 0 {
+		if m := u.MemoryBytes; m > 0 {
 			ws = m + min(uint64(ran/1e9)*memGrowthPerSecond, memGrowthCap)
 		}
 	}
@@ -184,10 +186,16 @@ func (s *Service) listSandboxStats(f *runtimeapi.PodSandboxStatsFilter) []*runti
 	return out
 }
 
-// writtenBytes is what a running simulated process wrote to its writable layer.
+// writtenBytes is what a running task wrote to its writable layer.
 func writtenBytes(c *store.Container) uint64 {
-	if u, ok := c.Task().(UsageReporter); ok {
-		return u.Usage().WritableLayerBytes
+	u, _ := taskUsage(c)
+	return u.WritableLayerBytes
+}
+
+// taskUsage is the running task's own figures (errors.ErrUnsupported when it has none).
+func taskUsage(c *store.Container) (task.Usage, error) {
+	if t := c.Task(); t != nil {
+		return t.Usage()
 	}
-	return 0
+	return task.Usage{}, errors.ErrUnsupported
 }

@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/plugsim/plugsim/cri-fake/store"
+	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
 // runningContainer finds a container that exec and attach can reach: it must be RUNNING
@@ -19,9 +20,26 @@ func (s *Service) runningContainer(id string) (*store.Container, error) {
 		return nil, storeError(err, "container "+id)
 	}
 	if st := c.Status().State; st != runtimeapi.ContainerState_CONTAINER_RUNNING {
-		return nil, status.Errorf(codes.FailedPrecondition, "container %s is in %s state: exec and attach need a running container", c.ID, stateName(st))
+		return nil, notRunning(c, st)
 	}
 	return c, nil
+}
+
+// runningTask is the task of a container that exec and attach can reach.
+func (s *Service) runningTask(id string) (*store.Container, task.Task, error) {
+	c, err := s.runningContainer(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := c.Task()
+	if t == nil { // exited since runningContainer looked
+		return nil, nil, notRunning(c, c.Status().State)
+	}
+	return c, t, nil
+}
+
+func notRunning(c *store.Container, st runtimeapi.ContainerState) error {
+	return status.Errorf(codes.FailedPrecondition, "container %s is in %s state: exec and attach need a running container", c.ID, stateName(st))
 }
 
 func stateName(s runtimeapi.ContainerState) string {
@@ -32,29 +50,27 @@ func stateName(s runtimeapi.ContainerState) string {
 	return n
 }
 
-// ExecSync runs a command in a running container through its process (Execer), under the
-// request's timeout (0, or one too large for a Duration: none). A timed-out command is an error with DeadlineExceeded, which is
-// how the kubelet's exec probes and critest see containerd's. A process that cannot exec answers
-// Unimplemented.
+// ExecSync runs a command in a running container through its task, under the request's timeout
+// (0, or one too large for a Duration: none). A timed-out command is an error with
+// DeadlineExceeded, which is how the kubelet's exec probes and critest see containerd's. A task
+// that cannot exec answers Unimplemented.
 func (s *Service) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
-	c, err := s.runningContainer(req.GetContainerId())
+	c, t, err := s.runningTask(req.GetContainerId())
 	if err != nil {
 		return nil, err
 	}
 	if len(req.GetCmd()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "cmd is empty: give the command to run")
 	}
-	ex, ok := c.Task().(Execer)
-	if !ok {
-		return nil, status.Error(codes.Unimplemented, "ExecSync: "+noProcesses)
-	}
 	if d, ok := timeoutSeconds(req.GetTimeout()); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	res, err := ex.ExecSync(ctx, req.GetCmd())
+	res, err := t.ExecSync(ctx, req.GetCmd())
 	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		return nil, status.Error(codes.Unimplemented, "ExecSync: "+noProcesses)
 	case errors.Is(err, context.DeadlineExceeded):
 		return nil, status.Errorf(codes.DeadlineExceeded, "failed to exec in container %s: timeout %ds exceeded: %v", c.ID, req.GetTimeout(), err)
 	case errors.Is(err, context.Canceled):

@@ -12,22 +12,24 @@ import (
 	"k8s.io/cri-streaming/pkg/streaming"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
 	utilexec "k8s.io/utils/exec"
+
+	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
 // SessionRuntime is what k8s.io/cri-streaming's server runs once a client has connected to the
 // URL that Exec, Attach or PortForward handed out (its streaming.Runtime): the session is served
-// by the container's process (StreamExecer, Attacher) and the launcher's network (PortDialer).
+// by the container's task (Exec, Attach) and the launcher's network (DialPort).
 func (s *Service) SessionRuntime() streaming.Runtime { return sessionRuntime{s} }
 
 type sessionRuntime struct{ s *Service }
 
 var _ streaming.Runtime = sessionRuntime{}
 
-func resizes(in <-chan remotecommand.TerminalSize, done <-chan struct{}) <-chan TerminalSize {
+func resizes(in <-chan remotecommand.TerminalSize, done <-chan struct{}) <-chan task.TerminalSize {
 	if in == nil {
 		return nil
 	}
-	out := make(chan TerminalSize)
+	out := make(chan task.TerminalSize)
 	go func() {
 		defer close(out)
 		for {
@@ -37,7 +39,7 @@ func resizes(in <-chan remotecommand.TerminalSize, done <-chan struct{}) <-chan 
 					return
 				}
 				select {
-				case out <- TerminalSize{Width: sz.Width, Height: sz.Height}:
+				case out <- task.TerminalSize{Width: sz.Width, Height: sz.Height}:
 				case <-done:
 					return
 				}
@@ -53,17 +55,16 @@ func resizes(in <-chan remotecommand.TerminalSize, done <-chan struct{}) <-chan 
 // as utilexec.CodeExitError, which the streaming server turns into the "command terminated with
 // non-zero exit code" status crictl and kubectl print and exit with.
 func (r sessionRuntime) Exec(ctx context.Context, containerID string, cmd []string, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
-	c, err := r.s.runningContainer(containerID)
+	_, t, err := r.s.runningTask(containerID)
 	if err != nil {
 		return err
 	}
-	ex, ok := c.Task().(StreamExecer)
-	if !ok {
-		return errors.New("exec: " + noProcesses)
-	}
 	done := make(chan struct{})
 	defer close(done)
-	code, err := ex.ExecStream(ctx, cmd, in, writerOrNil(out), writerOrNil(errw), tty, resizes(resize, done))
+	code, err := t.Exec(ctx, cmd, in, writerOrNil(out), writerOrNil(errw), tty, resizes(resize, done))
+	if errors.Is(err, errors.ErrUnsupported) {
+		return errors.New("exec: " + noProcesses)
+	}
 	if err != nil {
 		return err
 	}
@@ -83,17 +84,17 @@ func writerOrNil(w io.WriteCloser) io.Writer {
 
 // Attach connects the session to the container's main process.
 func (r sessionRuntime) Attach(ctx context.Context, containerID string, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
-	c, err := r.s.runningContainer(containerID)
+	_, t, err := r.s.runningTask(containerID)
 	if err != nil {
 		return err
 	}
-	a, ok := c.Task().(Attacher)
-	if !ok {
-		return errors.New("attach: " + noProcesses)
-	}
 	done := make(chan struct{})
 	defer close(done)
-	return a.Attach(ctx, in, out, errw, tty, resizes(resize, done))
+	err = t.Attach(ctx, in, out, errw, tty, resizes(resize, done))
+	if errors.Is(err, errors.ErrUnsupported) {
+		return errors.New("attach: " + noProcesses)
+	}
+	return err
 }
 
 // PortForward copies between the session's stream and a connection to port inside the pod,
@@ -106,15 +107,14 @@ func (r sessionRuntime) PortForward(ctx context.Context, podSandboxID string, po
 	if sb.Status().State != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return fmt.Errorf("sandbox %s is not ready", sb.ID)
 	}
-	d, ok := r.s.launcher.(PortDialer)
-	if !ok {
-		return errors.New("port-forward: " + noProcesses)
-	}
 	netns := sb.NetNS
 	if sb.IsHostNetwork() {
 		netns = "" // the node's namespace
 	}
-	conn, err := d.DialPort(ctx, sb.ID, netns, r.s.realNetNS(), port)
+	conn, err := r.s.launcher.DialPort(ctx, sb.ID, netns, r.s.realNetNS(), port)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return errors.New("port-forward: " + noProcesses)
+	}
 	if err != nil {
 		return fmt.Errorf("failed to connect to port %d in sandbox %s: %w", port, sb.ID, err)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
 func TestStreamingWithoutSimulation(t *testing.T) {
@@ -65,27 +67,28 @@ func TestStreamingWithoutSimulation(t *testing.T) {
 // execProcess runs until stopped and answers ExecSync: "echo" prints its arguments, "sleep"
 // blocks until the context ends.
 type execProcess struct {
+	task.Unsupported
 	once sync.Once
 	done chan struct{}
 }
 
-func (p *execProcess) Signal(syscall.Signal) error { p.once.Do(func() { close(p.done) }); return nil }
-func (p *execProcess) Done() <-chan struct{}       { return p.done }
-func (p *execProcess) Exit() Exit                  { return Exit{} }
-func (p *execProcess) ExecSync(ctx context.Context, cmd []string) (ExecResult, error) {
+func (p *execProcess) Kill(syscall.Signal) error { p.once.Do(func() { close(p.done) }); return nil }
+func (p *execProcess) Done() <-chan struct{}     { return p.done }
+func (p *execProcess) Exit() task.Exit           { return task.Exit{} }
+func (p *execProcess) ExecSync(ctx context.Context, cmd []string) (task.ExecResult, error) {
 	switch cmd[0] {
 	case "echo":
-		return ExecResult{Stdout: []byte(cmd[1])}, nil
+		return task.ExecResult{Stdout: []byte(cmd[1])}, nil
 	case "sleep":
 		<-ctx.Done()
-		return ExecResult{}, ctx.Err()
+		return task.ExecResult{}, ctx.Err()
 	}
-	return ExecResult{Stderr: []byte(cmd[0] + ": not found"), ExitCode: 127}, nil
+	return task.ExecResult{Stderr: []byte(cmd[0] + ": not found"), ExitCode: 127}, nil
 }
 
-type execLauncher struct{}
+type execLauncher struct{ UntilStopped }
 
-func (execLauncher) Start(context.Context, ProcessSpec) (Process, error) {
+func (execLauncher) Start(context.Context, task.Spec) (task.Task, error) {
 	return &execProcess{done: make(chan struct{})}, nil
 }
 
@@ -134,7 +137,7 @@ func TestStreamingWithSimulation(t *testing.T) {
 	if err != nil || pf.Url == "" {
 		t.Fatalf("PortForward: %v %v", pf, err)
 	}
-	// The process is not Passive: a stop is recorded through its monitor.
+	// The task does not notify its exit: a stop is recorded through the goroutine watching it.
 	if _, err := s.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 5}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
 // Timeouts in seconds a client gives (issue 17): seconds × time.Second wraps past
@@ -85,21 +87,21 @@ func TestTimeoutSeconds(t *testing.T) {
 
 // deadlineLauncher starts processes whose ExecSync reports the deadline it was given, rounded up
 // to the second (the call has consumed a little of it).
-type deadlineLauncher struct{}
+type deadlineLauncher struct{ UntilStopped }
 
 type deadlineProcess struct{ *execProcess }
 
-func (deadlineLauncher) Start(context.Context, ProcessSpec) (Process, error) {
+func (deadlineLauncher) Start(context.Context, task.Spec) (task.Task, error) {
 	return deadlineProcess{&execProcess{done: make(chan struct{})}}, nil
 }
 
-func (deadlineProcess) ExecSync(ctx context.Context, _ []string) (ExecResult, error) {
+func (deadlineProcess) ExecSync(ctx context.Context, _ []string) (task.ExecResult, error) {
 	if err := ctx.Err(); err != nil {
-		return ExecResult{}, err
+		return task.ExecResult{}, err
 	}
 	d, ok := ctx.Deadline()
 	if !ok {
-		return ExecResult{Stdout: []byte("no deadline")}, nil
+		return task.ExecResult{Stdout: []byte("no deadline")}, nil
 	}
-	return ExecResult{Stdout: []byte(fmt.Sprintf("deadline in %v", time.Until(d).Round(time.Second)))}, nil
+	return task.ExecResult{Stdout: []byte(fmt.Sprintf("deadline in %v", time.Until(d).Round(time.Second)))}, nil
 }

@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/plugsim/plugsim/cri-fake/runtime"
+	"github.com/plugsim/plugsim/cri-fake/task"
 	"github.com/plugsim/plugsim/harness/faults"
 	"github.com/plugsim/plugsim/harness/trace"
 	"github.com/plugsim/plugsim/internal/crashtest"
@@ -36,9 +37,9 @@ func TestOversizedRequestIsResourceExhausted(t *testing.T) {
 }
 
 // panickingLauncher stands for a defect of a launcher: starting a container panics.
-type panickingLauncher struct{}
+type panickingLauncher struct{ runtime.UntilStopped }
 
-func (panickingLauncher) Start(context.Context, runtime.ProcessSpec) (runtime.Process, error) {
+func (panickingLauncher) Start(context.Context, task.Spec) (task.Task, error) {
 	panic("injected launcher defect")
 }
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
 // ContainerSpec is the part of a container fixed at creation.
@@ -41,8 +43,8 @@ type Container struct {
 	status ContainerStatus
 	// exited is closed once the container has become EXITED.
 	exited chan struct{}
-	// task is the running process (runtime.Process); opaque to the store.
-	task any
+	// task is the started container's main process, set while the container is RUNNING.
+	task task.Task
 }
 
 // ContainerStatus is the mutable part of a container.
@@ -74,8 +76,9 @@ func (c *Container) Status() ContainerStatus {
 	return c.status
 }
 
-// Task returns the process attached by SetRunning.
-func (c *Container) Task() any {
+// Task returns the task attached by SetRunning, or nil once the container has exited (or before
+// it started).
+func (c *Container) Task() task.Task {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.task
@@ -105,14 +108,14 @@ func (c *Container) SetStarting() error {
 	return nil
 }
 
-// SetRunning completes a start: the container is RUNNING with task as its process.
-func (c *Container) SetRunning(startedAt int64, task any) {
+// SetRunning completes a start: the container is RUNNING with t as its task.
+func (c *Container) SetRunning(startedAt int64, t task.Task) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.status.Starting = false
 	c.status.State = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.status.StartedAt = startedAt
-	c.task = task
+	c.task = t
 }
 
 // SetStartFailed records a failed start the way containerd does: EXITED, exit code 128,
@@ -137,7 +140,7 @@ func (c *Container) closeExited() {
 	}
 }
 
-// SetExited records the end of the process; it reports false when the container was not RUNNING
+// SetExited records the end of the task; it reports false when the container was not RUNNING
 // (the exit was already recorded).
 func (c *Container) SetExited(at int64, code int32, reason, msg string) bool {
 	c.mu.Lock()
