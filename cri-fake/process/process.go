@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/plugsim/plugsim/cri-fake/process/containerio"
 )
 
 // Identity is who a container's processes run as (LinuxContainerSecurityContext).
@@ -385,7 +387,7 @@ func (c *container) run(exe executable, args, env []string, wd string, stdin io.
 	p.gates = []*gate{out, errw}
 	var in io.Reader = stdin
 	var sout, serr io.Writer = out, errw
-	var ttyIn *ttyReader
+	var ttyIn *containerio.TTY
 	if tty {
 		if stdin == nil {
 			// A terminal nobody types into never ends: reads block until the
@@ -394,9 +396,9 @@ func (c *container) run(exe executable, args, env []string, wd string, stdin io.
 			stdin = r
 			p.onFinish = append(p.onFinish, func() { w.Close() })
 		}
-		ttyIn = newTTY(stdin, out)
+		ttyIn = containerio.NewTTY(stdin, out)
 		in = ttyIn
-		sout = &crlfWriter{w: out}
+		sout = &containerio.CRLFWriter{W: out}
 		serr = sout
 	}
 	if in == nil {
@@ -409,8 +411,8 @@ func (c *container) run(exe executable, args, env []string, wd string, stdin io.
 	}
 	p.t = t
 	if ttyIn != nil {
-		ttyIn.interrupt = func() { t.signal(syscall.SIGINT) }
-		ttyIn.start()
+		ttyIn.Interrupt = func() { t.signal(syscall.SIGINT) }
+		ttyIn.Start()
 	}
 	pr := &proc{t: t, c: c, args: args, env: env, dir: wd, stdin: in, stdout: sout, stderr: serr, tty: tty, exe: exe}
 	finished := make(chan int, 1)
