@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
 // wgetDefaultTimeout is busybox wget's network timeout when -T is not given (900 s,
@@ -243,9 +245,9 @@ func (p *proc) wgetOne(o wgetOpts, raw string) bool {
 	}
 	var w io.Writer = p.stdout
 	if name != "-" {
-		f, err := p.c.fs.openWrite(p.cred(), p.abs(name), false, 0o644)
+		f, err := p.c.fs.OpenWriteAs(p.cred(), p.abs(name), false, 0o644)
 		if err != nil {
-			p.errorf("can't open '%s': %s", name, strerror(err))
+			p.errorf("can't open '%s': %s", name, vfs.Strerror(err))
 			return false
 		}
 		defer f.Close()
@@ -261,7 +263,7 @@ func (p *proc) wgetOne(o wgetOpts, raw string) bool {
 		if ctx.Err() != nil {
 			p.errorf("download timed out")
 		} else {
-			p.errorf("%s", strerror(err))
+			p.errorf("%s", vfs.Strerror(err))
 		}
 		return false
 	}
@@ -330,5 +332,5 @@ func wgetStrerror(e syscall.Errno) string {
 	case syscall.ETIMEDOUT:
 		return "Connection timed out"
 	}
-	return strerror(e)
+	return vfs.Strerror(e)
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
 // flags splits leading single-letter options ("-la", "-n 5") from operands.
@@ -80,7 +82,7 @@ func appletCat(p *proc) int {
 			if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Op == "read" {
 				what = "read"
 			}
-			p.errorf("%s error: %s", what, strerror(err))
+			p.errorf("%s error: %s", what, vfs.Strerror(err))
 			failed = true // and on to the next file, as busybox does
 		}
 		return true
@@ -103,7 +105,7 @@ func (p *proc) eachInput(files []string, fn func(i int, name string, r io.Reader
 	for i, f := range files {
 		r, err := p.open(f)
 		if err != nil {
-			p.errorf("can't open '%s': %s", f, strerror(err))
+			p.errorf("can't open '%s': %s", f, vfs.Strerror(err))
 			st = 1
 			continue
 		}
@@ -164,7 +166,7 @@ func (p *proc) groupName(gid int) string {
 
 func ownerOf(st fs.FileInfo) (int, int) {
 	switch s := st.Sys().(type) {
-	case *Owner:
+	case *vfs.Owner:
 		return s.UID, s.GID
 	case *syscall.Stat_t:
 		return int(s.Uid), int(s.Gid)
@@ -235,7 +237,7 @@ func appletLs(p *proc) int {
 				files = append(files, n)
 				continue
 			}
-			p.errorf("%s: %s", n, strerror(err))
+			p.errorf("%s: %s", n, vfs.Strerror(err))
 			st = 1
 			continue
 		}
@@ -262,7 +264,7 @@ func appletLs(p *proc) int {
 	listDir = func(d string, first bool) {
 		ents, err := p.c.fs.ReadDir(p.abs(d))
 		if err != nil {
-			p.errorf("%s: %s", d, strerror(err))
+			p.errorf("%s: %s", d, vfs.Strerror(err))
 			st = 1
 			return
 		}
@@ -335,12 +337,12 @@ func appletMkdir(p *proc) int {
 	for _, n := range names {
 		var err error
 		if opts['p'] != "" {
-			err = p.c.fs.mkdirAll(p.cred(), p.abs(n), perm)
+			err = p.c.fs.MkdirAllAs(p.cred(), p.abs(n), perm)
 		} else {
-			err = p.c.fs.mkdir(p.cred(), p.abs(n), perm)
+			err = p.c.fs.MkdirAs(p.cred(), p.abs(n), perm)
 		}
 		if err != nil {
-			p.errorf("can't create directory '%s': %s", n, strerror(err))
+			p.errorf("can't create directory '%s': %s", n, vfs.Strerror(err))
 			st = 1
 		}
 	}
@@ -359,9 +361,9 @@ func appletTouch(p *proc) int {
 				continue
 			}
 		}
-		if err := p.c.fs.touch(p.cred(), p.abs(n)); err != nil {
+		if err := p.c.fs.TouchAs(p.cred(), p.abs(n)); err != nil {
 			// busybox: "touch: /tmp/x: Read-only file system"
-			p.errorf("%s: %s", n, strerror(err))
+			p.errorf("%s: %s", n, vfs.Strerror(err))
 			st = 1
 		}
 	}
@@ -379,7 +381,7 @@ func appletRm(p *proc) int {
 		info, err := p.c.fs.Lstat(p.abs(n))
 		if err != nil {
 			if !force {
-				p.errorf("can't remove '%s': %s", n, strerror(err))
+				p.errorf("can't remove '%s': %s", n, vfs.Strerror(err))
 				st = 1
 			}
 			continue
@@ -389,8 +391,8 @@ func appletRm(p *proc) int {
 			st = 1
 			continue
 		}
-		if err := p.c.fs.remove(p.cred(), p.abs(n), rec); err != nil {
-			p.errorf("can't remove '%s': %s", n, strerror(err))
+		if err := p.c.fs.RemoveAs(p.cred(), p.abs(n), rec); err != nil {
+			p.errorf("can't remove '%s': %s", n, vfs.Strerror(err))
 			st = 1
 		}
 	}
@@ -406,10 +408,10 @@ func appletRmdir(p *proc) int {
 			err = &fs.PathError{Op: "rmdir", Path: n, Err: syscall.ENOTDIR}
 		}
 		if err == nil {
-			err = p.c.fs.remove(p.cred(), p.abs(n), false)
+			err = p.c.fs.RemoveAs(p.cred(), p.abs(n), false)
 		}
 		if err != nil {
-			p.errorf("'%s': %s", n, strerror(err))
+			p.errorf("'%s': %s", n, vfs.Strerror(err))
 			st = 1
 		}
 	}
@@ -419,18 +421,18 @@ func appletRmdir(p *proc) int {
 func (p *proc) copyTree(src, dst string, rec bool) error {
 	info, err := p.c.fs.Stat(p.abs(src))
 	if err != nil {
-		return fmt.Errorf("can't stat '%s': %s", src, strerror(err))
+		return fmt.Errorf("can't stat '%s': %s", src, vfs.Strerror(err))
 	}
 	if info.IsDir() {
 		if !rec {
 			return fmt.Errorf("omitting directory '%s'", src)
 		}
-		if err := p.c.fs.mkdirAll(p.cred(), p.abs(dst), info.Mode().Perm()); err != nil {
-			return fmt.Errorf("can't create directory '%s': %s", dst, strerror(err))
+		if err := p.c.fs.MkdirAllAs(p.cred(), p.abs(dst), info.Mode().Perm()); err != nil {
+			return fmt.Errorf("can't create directory '%s': %s", dst, vfs.Strerror(err))
 		}
 		ents, err := p.c.fs.ReadDir(p.abs(src))
 		if err != nil {
-			return fmt.Errorf("can't open '%s': %s", src, strerror(err))
+			return fmt.Errorf("can't open '%s': %s", src, vfs.Strerror(err))
 		}
 		for _, e := range ents {
 			if err := p.copyTree(path.Join(src, e.Name()), path.Join(dst, e.Name()), rec); err != nil {
@@ -443,19 +445,19 @@ func (p *proc) copyTree(src, dst string, rec bool) error {
 	// without holding the copy in memory on the way.
 	in, err := p.c.fs.Open(p.abs(src))
 	if err != nil {
-		return fmt.Errorf("can't open '%s': %s", src, strerror(err))
+		return fmt.Errorf("can't open '%s': %s", src, vfs.Strerror(err))
 	}
 	defer in.Close()
-	out, err := p.c.fs.openWrite(p.cred(), p.abs(dst), false, info.Mode().Perm())
+	out, err := p.c.fs.OpenWriteAs(p.cred(), p.abs(dst), false, info.Mode().Perm())
 	if err != nil {
-		return fmt.Errorf("can't create '%s': %s", dst, strerror(err))
+		return fmt.Errorf("can't create '%s': %s", dst, vfs.Strerror(err))
 	}
 	_, err = copyCtx(p, out, in)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("write error: %s", strerror(err))
+		return fmt.Errorf("write error: %s", vfs.Strerror(err))
 	}
 	return nil
 }
@@ -502,15 +504,15 @@ func appletMv(p *proc) int {
 	st := 0
 	for _, src := range args[:len(args)-1] {
 		to := p.destFor(src, dst)
-		err := p.c.fs.rename(p.cred(), p.abs(src), p.abs(to))
+		err := p.c.fs.RenameAs(p.cred(), p.abs(src), p.abs(to))
 		if errors.Is(err, syscall.EXDEV) {
 			if err = p.copyTree(src, to, true); err == nil {
-				err = p.c.fs.remove(p.cred(), p.abs(src), true)
+				err = p.c.fs.RemoveAs(p.cred(), p.abs(src), true)
 			}
 		}
 		if err != nil {
 			if errno := syscall.Errno(0); errors.As(err, &errno) {
-				p.errorf("can't rename '%s': %s", src, strerror(err)) // busybox's words for any rename failure
+				p.errorf("can't rename '%s': %s", src, vfs.Strerror(err)) // busybox's words for any rename failure
 			} else {
 				p.errorf("%v", err) // the copy across mounts said what failed
 			}
@@ -531,18 +533,18 @@ func appletLn(p *proc) int {
 	}
 	target, dst := args[0], p.destFor(args[0], args[1])
 	if opts['f'] != "" {
-		_ = p.c.fs.remove(p.cred(), p.abs(dst), false)
+		_ = p.c.fs.RemoveAs(p.cred(), p.abs(dst), false)
 	}
 	if opts['s'] != "" {
-		err = p.c.fs.symlink(p.cred(), target, p.abs(dst))
+		err = p.c.fs.SymlinkAs(p.cred(), target, p.abs(dst))
 	} else {
 		var data []byte
 		if data, err = p.readFileBounded(p.abs(target)); err == nil {
-			err = p.c.fs.writeFile(p.cred(), p.abs(dst), data, 0o644)
+			err = p.c.fs.WriteFileAs(p.cred(), p.abs(dst), data, 0o644)
 		}
 	}
 	if err != nil {
-		p.errorf("%s: %s", dst, strerror(err))
+		p.errorf("%s: %s", dst, vfs.Strerror(err))
 		return 1
 	}
 	return 0
@@ -557,7 +559,7 @@ func appletStat(p *proc) int {
 	for _, n := range names {
 		info, err := p.c.fs.Stat(p.abs(n))
 		if err != nil {
-			p.errorf("can't stat '%s': %s", n, strerror(err))
+			p.errorf("can't stat '%s': %s", n, vfs.Strerror(err))
 			st = 1
 			continue
 		}
@@ -589,7 +591,7 @@ func appletChmod(p *proc) int {
 		// Symbolic modes: only +x/-x/+w/-w/+r/-r for everyone.
 		info, serr := p.c.fs.Stat(p.abs(args[1]))
 		if serr != nil {
-			p.errorf("%s: %s", args[1], strerror(serr))
+			p.errorf("%s: %s", args[1], vfs.Strerror(serr))
 			return 1
 		}
 		m := info.Mode().Perm()
@@ -619,8 +621,8 @@ func appletChmod(p *proc) int {
 	}
 	st := 0
 	for _, n := range args[1:] {
-		if err := p.c.fs.chmod(p.cred(), p.abs(n), fs.FileMode(v)); err != nil {
-			p.errorf("%s: %s", n, strerror(err))
+		if err := p.c.fs.ChmodAs(p.cred(), p.abs(n), fs.FileMode(v)); err != nil {
+			p.errorf("%s: %s", n, vfs.Strerror(err))
 			st = 1
 		}
 	}
@@ -647,15 +649,13 @@ func appletRealpath(p *proc) int {
 	_, args, _ := flags(p.args[1:], "")
 	st := 0
 	for _, a := range args {
-		p.c.fs.mu.RLock()
-		l, err := p.c.fs.resolve(p.abs(a), true)
-		p.c.fs.mu.RUnlock()
+		real, err := p.c.fs.Realpath(p.abs(a))
 		if err != nil {
-			p.errorf("%s: %s", a, strerror(err))
+			p.errorf("%s: %s", a, vfs.Strerror(err))
 			st = 1
 			continue
 		}
-		fmt.Fprintln(p.stdout, l.cpath)
+		fmt.Fprintln(p.stdout, real)
 	}
 	return st
 }
@@ -686,9 +686,9 @@ func appletTee(p *proc) int {
 	ws := []io.Writer{p.stdout}
 	st := 0
 	for _, f := range files {
-		w, err := p.c.fs.openWrite(p.cred(), p.abs(f), opts['a'] != "", 0o644)
+		w, err := p.c.fs.OpenWriteAs(p.cred(), p.abs(f), opts['a'] != "", 0o644)
 		if err != nil {
-			p.errorf("%s: %s", f, strerror(err))
+			p.errorf("%s: %s", f, vfs.Strerror(err))
 			st = 1
 			continue
 		}

@@ -543,13 +543,14 @@ func appletKill(p *proc) int {
 func appletSysctl(p *proc) int {
 	opts, args, _ := flags(p.args[1:], "")
 	if opts['a'] != "" || opts['A'] != "" {
-		keys := make([]string, 0, len(p.c.fs.sysctls))
-		for k := range p.c.fs.sysctls {
+		sysctls := p.c.fs.Sysctls()
+		keys := make([]string, 0, len(sysctls))
+		for k := range sysctls {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(p.stdout, "%s = %s\n", strings.ReplaceAll(k, "/", "."), p.c.fs.sysctls[k])
+			fmt.Fprintf(p.stdout, "%s = %s\n", strings.ReplaceAll(k, "/", "."), sysctls[k])
 		}
 		return 0
 	}
@@ -699,7 +700,7 @@ func appletWhich(p *proc) int {
 			st = 1
 			continue
 		}
-		fmt.Fprintln(p.stdout, exe.path)
+		fmt.Fprintln(p.stdout, exe.Path)
 	}
 	return st
 }

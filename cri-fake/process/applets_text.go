@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
 func appletTrue(*proc) int  { return 0 }
@@ -97,7 +99,7 @@ func appletEcho(p *proc) int {
 		if errors.Is(err, syscall.EPIPE) {
 			return 128 + int(syscall.SIGPIPE) // killed by SIGPIPE: no message
 		}
-		p.errorf("write error: %s", strerror(err))
+		p.errorf("write error: %s", vfs.Strerror(err))
 		return 1
 	}
 	return 0
@@ -303,7 +305,7 @@ func appletGrep(p *proc) int {
 		r, err := p.open(f)
 		if err != nil {
 			if opts['s'] == "" {
-				p.errorf("%s: %s", f, strerror(err))
+				p.errorf("%s: %s", f, vfs.Strerror(err))
 			}
 			st = 2
 			continue
@@ -852,7 +854,7 @@ func appletCut(p *proc) int {
 	for _, f := range files {
 		r, err := p.open(f)
 		if err != nil {
-			p.errorf("%s: %s", f, strerror(err)) // busybox: fopen_or_warn_stdin
+			p.errorf("%s: %s", f, vfs.Strerror(err)) // busybox: fopen_or_warn_stdin
 			st = 1
 			continue
 		}
@@ -916,7 +918,7 @@ func lineError(err error) string {
 	if errors.Is(err, errTooBig) {
 		return err.Error()
 	}
-	return strerror(err)
+	return vfs.Strerror(err)
 }
 
 // appletSeq is busybox's seq [-w] [-s SEP] [FIRST [INC]] LAST with its float arithmetic: the
@@ -1248,7 +1250,7 @@ func (t *testEval) unary(flag byte, operand string) (v, ok bool) {
 	default:
 		return false, false
 	}
-	st, l, err := fsys.stat(p, true)
+	st, readOnly, err := fsys.StatReadOnly(p)
 	if err != nil {
 		return false, true
 	}
@@ -1262,7 +1264,7 @@ func (t *testEval) unary(flag byte, operand string) (v, ok bool) {
 	case 'x':
 		return st.Mode().Perm()&0o111 != 0, true
 	case 'w':
-		return !l.ro, true
+		return !readOnly, true
 	case 'c':
 		return st.Mode()&iofs.ModeCharDevice != 0, true
 	case 'p', 'S', 'b':

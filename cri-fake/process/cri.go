@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -27,13 +28,13 @@ type ImageConfig struct {
 	// Layer is the image content. nil builds it with ImageLayer on every
 	// call; a runtime with many containers builds it once per image and
 	// keeps it here, so all containers of the image share it.
-	Layer *Layer
+	Layer *vfs.Layer
 }
 
 // ImageLayer builds an image's content: the base layer the behaviour names
 // (or GuessBase of the image's entrypoint and cmd) plus the behaviour's files.
 // The result is immutable once handed to NewFS and can be shared.
-func ImageLayer(img ImageConfig) (*Layer, error) {
+func ImageLayer(img ImageConfig) (*vfs.Layer, error) {
 	ib, err := ParseImageBehaviour(img.Behavior)
 	if err != nil {
 		return nil, err
@@ -64,7 +65,7 @@ func ImageLayer(img ImageConfig) (*Layer, error) {
 		if !strings.HasPrefix(p, "/") {
 			p = "/usr/local/bin/" + p
 		}
-		if !layer.has(prog[0]) {
+		if !layer.Has(prog[0]) {
 			layer.AddApplet(p, "program")
 		}
 	}
@@ -203,7 +204,7 @@ type passwdEntry struct {
 	uid, gid int
 }
 
-func readPasswd(fsys *FS) []passwdEntry {
+func readPasswd(fsys *vfs.FS) []passwdEntry {
 	data, _ := fsys.ReadFile("/etc/passwd")
 	var out []passwdEntry
 	rest := string(data)
@@ -223,7 +224,7 @@ func readPasswd(fsys *FS) []passwdEntry {
 	return out
 }
 
-func lookupGroup(fsys *FS, name string) (int, bool) {
+func lookupGroup(fsys *vfs.FS, name string) (int, bool) {
 	data, _ := fsys.ReadFile("/etc/group")
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Split(line, ":")
@@ -237,7 +238,7 @@ func lookupGroup(fsys *FS, name string) (int, bool) {
 
 // memberGroups are the /etc/group entries listing user as a member
 // (containerd's supplemental groups from the image, policy Merge).
-func memberGroups(fsys *FS, user string) []int {
+func memberGroups(fsys *vfs.FS, user string) []int {
 	if user == "" {
 		return nil
 	}
@@ -265,7 +266,7 @@ func memberGroups(fsys *FS, user string) []int {
 // run_as_group, the user spec ("uid:gid"), or the user's /etc/passwd entry;
 // supplemental groups are the /etc/group memberships of the user plus the
 // requested ones. Capabilities follow EffectiveCapabilities.
-func ResolveIdentity(fsys *FS, imageUser string, sc *runtimeapi.LinuxContainerSecurityContext) (Identity, error) {
+func ResolveIdentity(fsys *vfs.FS, imageUser string, sc *runtimeapi.LinuxContainerSecurityContext) (Identity, error) {
 	var id Identity
 	userSpec := imageUser
 	if sc.GetRunAsUser() != nil {
@@ -375,7 +376,7 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 		hostname = sandbox.GetMetadata().GetName()
 	}
 	sc := cfg.GetLinux().GetSecurityContext()
-	fcfg := FSConfig{
+	fcfg := vfs.FSConfig{
 		Image:          layer,
 		Hostname:       hostname,
 		IPs:            podIPs,
@@ -386,7 +387,7 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 		MemoryLimit: cfg.GetLinux().GetResources().GetMemoryLimitInBytes(),
 	}
 	if d := sandbox.GetDnsConfig(); d != nil && !hostNetwork {
-		fcfg.DNS = &DNSConfig{Servers: d.GetServers(), Searches: d.GetSearches(), Options: d.GetOptions()}
+		fcfg.DNS = &vfs.DNSConfig{Servers: d.GetServers(), Searches: d.GetSearches(), Options: d.GetOptions()}
 	}
 	if !sc.GetPrivileged() {
 		// containerd ignores masked and read-only paths for privileged containers.
@@ -394,16 +395,16 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 		fcfg.ReadonlyPaths = sc.GetReadonlyPaths()
 	}
 	for _, u := range ib.Users {
-		fcfg.Users = append(fcfg.Users, User{Name: u.Name, UID: u.UID, GID: u.GID, Home: u.Home})
+		fcfg.Users = append(fcfg.Users, vfs.User{Name: u.Name, UID: u.UID, GID: u.GID, Home: u.Home})
 	}
 	for _, g := range ib.Groups {
-		fcfg.Groups = append(fcfg.Groups, Group{Name: g.Name, GID: g.GID, Members: g.Members})
+		fcfg.Groups = append(fcfg.Groups, vfs.Group{Name: g.Name, GID: g.GID, Members: g.Members})
 	}
 	for _, m := range cfg.GetMounts() {
 		if m.GetImage() != nil {
 			return spec, fmt.Errorf("mount %q: image volumes are not simulated", m.GetContainerPath())
 		}
-		fcfg.Mounts = append(fcfg.Mounts, Mount{ContainerPath: m.GetContainerPath(), HostPath: m.GetHostPath(), Readonly: m.GetReadonly(), RecursiveReadOnly: m.GetRecursiveReadOnly()})
+		fcfg.Mounts = append(fcfg.Mounts, vfs.Mount{ContainerPath: m.GetContainerPath(), HostPath: m.GetHostPath(), Readonly: m.GetReadonly(), RecursiveReadOnly: m.GetRecursiveReadOnly()})
 	}
 	spec.FS, err = NewFS(fcfg)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
 // proc is what an applet runs with: its task, arguments, environment, working
@@ -22,7 +24,7 @@ type proc struct {
 	stdout io.Writer
 	stderr io.Writer
 	tty    bool
-	exe    executable
+	exe    vfs.Executable
 	// next is the program this one exec'd (the shell's exec builtin): it runs in the same
 	// process once this one has returned; inherited are the files the shell redirected for
 	// it, closed when it ends.
@@ -77,7 +79,7 @@ func base(p string) string { return path.Base(p) }
 
 func (p *proc) ctx() context.Context { return p.t.ctx }
 
-func (p *proc) cred() cred { return p.t.id.cred() }
+func (p *proc) cred() vfs.Cred { return p.t.id.cred() }
 
 func (p *proc) name() string { return base(p.args[0]) }
 
@@ -128,19 +130,19 @@ func (p *proc) runExecutable() int {
 
 // runImage runs one program: an applet, or a "#!" script through its interpreter.
 func (p *proc) runImage() int {
-	program := p.exe.path
-	for hops := 0; p.exe.script != nil; hops++ {
+	program := p.exe.Path
+	for hops := 0; p.exe.Script != nil; hops++ {
 		if hops == maxInterpreters {
 			// What busybox sh prints when execve fails with ELOOP.
 			fmt.Fprintf(p.stderr, "sh: %s: Too many levels of symbolic links\n", program)
 			return 127
 		}
-		line, _, _ := bytes.Cut(p.exe.script, []byte("\n"))
+		line, _, _ := bytes.Cut(p.exe.Script, []byte("\n"))
 		fields := strings.Fields(strings.TrimPrefix(string(line), "#!"))
 		if len(fields) == 0 {
 			fields = []string{"/bin/sh"}
 		}
-		args := append(fields, p.exe.path)
+		args := append(fields, p.exe.Path)
 		args = append(args, p.args[1:]...)
 		exe, err := p.c.lookPath(fields[0], p.env, p.dir)
 		if err != nil {
@@ -149,7 +151,7 @@ func (p *proc) runImage() int {
 		}
 		p.args, p.exe = args, exe
 	}
-	name := p.exe.applet
+	name := p.exe.Applet
 	if name == "busybox" && base(p.args[0]) != "busybox" {
 		name = base(p.args[0])
 	}
@@ -164,12 +166,12 @@ func (p *proc) runImage() int {
 // spawn runs exe as a child process of p (a new process table entry) and
 // waits for it when fg is set. It fails only with EAGAIN, fork's error when
 // the container is at its pids limit.
-func (p *proc) spawn(exe executable, args, env []string, dir string, sio io3, fg bool) (int, error) {
+func (p *proc) spawn(exe vfs.Executable, args, env []string, dir string, sio io3, fg bool) (int, error) {
 	return p.spawnIn(false, exe, args, env, dir, sio, fg)
 }
 
 // spawnIn is spawn; with held the child takes over a pid slot the caller holds (see newTaskIn).
-func (p *proc) spawnIn(held bool, exe executable, args, env []string, dir string, sio io3, fg bool) (int, error) {
+func (p *proc) spawnIn(held bool, exe vfs.Executable, args, env []string, dir string, sio io3, fg bool) (int, error) {
 	t, err := p.c.newTaskIn(p.t, args, p.t.id, held)
 	if err != nil {
 		return 0, err

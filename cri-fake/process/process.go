@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plugsim/plugsim/cri-fake/process/containerio"
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
 // Identity is who a container's processes run as (LinuxContainerSecurityContext).
@@ -68,7 +69,7 @@ type Spec struct {
 	Identity   Identity
 	Hostname   string
 	// FS is the container's file system view (NewFS). nil means a fresh busybox view.
-	FS *FS
+	FS *vfs.FS
 	// Stdin, Stdout and Stderr may be nil (empty input, discarded output). The
 	// writers are called from several goroutines but never concurrently.
 	Stdin  io.Reader
@@ -180,7 +181,7 @@ type Stats struct {
 
 // container is what the main process and its execs share.
 type container struct {
-	fs        *FS
+	fs        *vfs.FS
 	spec      Spec
 	hostname  string
 	readiness bool
@@ -214,8 +215,6 @@ type Process struct {
 	height     uint16
 }
 
-const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 // Start runs spec's command as a container's main process (pid 1). It fails
 // with an *ExecError when the executable cannot be found or run, which
 // containerd reports from StartContainer. ctx bounds only the start itself: the
@@ -228,7 +227,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		return nil, errors.New("no command specified")
 	}
 	if spec.FS == nil {
-		f, err := NewFS(FSConfig{Hostname: spec.Hostname})
+		f, err := NewFS(vfs.FSConfig{Hostname: spec.Hostname})
 		if err != nil {
 			return nil, err
 		}
@@ -246,8 +245,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		c.hostname = "localhost"
 	}
 	c.readiness = !spec.Behaviour.FailReadiness
-	c.fs.proc = c.procFile
-	c.fs.procList = c.procPids
+	c.fs.SetProc(c.procFile, c.procPids)
 	wd := spec.WorkingDir
 	if wd == "" {
 		wd = "/"
@@ -261,7 +259,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 
 // Lookup reports whether args[0] can be run in fsys with env's PATH, returning
 // the same *ExecError Start would. A runtime can call it at CreateContainer.
-func Lookup(fsys *FS, args, env []string, workingDir string) error {
+func Lookup(fsys *vfs.FS, args, env []string, workingDir string) error {
 	if len(args) == 0 {
 		return errors.New("no command specified")
 	}
@@ -284,7 +282,7 @@ func withDefaultEnv(env []string, hostname string, id Identity) []string {
 		return false
 	}
 	if !has("PATH") {
-		out = append(out, "PATH="+defaultPath)
+		out = append(out, "PATH="+vfs.DefaultPath)
 	}
 	if !has("HOSTNAME") && hostname != "" {
 		out = append(out, "HOSTNAME="+hostname)
@@ -316,24 +314,24 @@ func envLookup(env []string, k string) (string, bool) {
 // lookPath resolves name like execvp in the container: a name with a slash is a
 // path (relative to wd), anything else is searched in PATH; applets that exist
 // only as shell builtins are not files.
-func (c *container) lookPath(name string, env []string, wd string) (executable, error) {
+func (c *container) lookPath(name string, env []string, wd string) (vfs.Executable, error) {
 	if name == "" {
-		return executable{}, &ExecError{Name: name, Err: ErrNotFound}
+		return vfs.Executable{}, &ExecError{Name: name, Err: ErrNotFound}
 	}
 	if strings.Contains(name, "/") {
 		p := name
 		if !strings.HasPrefix(p, "/") {
 			p = wd + "/" + p
 		}
-		exe, err := c.fs.lookExec(p)
+		exe, err := c.fs.LookExec(p)
 		if err != nil {
-			return executable{}, &ExecError{Name: name, Err: err}
+			return vfs.Executable{}, &ExecError{Name: name, Err: err}
 		}
 		return exe, nil
 	}
 	path, ok := envLookup(env, "PATH")
 	if !ok {
-		path = defaultPath // execvp's (and busybox ash's) default when PATH is unset
+		path = vfs.DefaultPath // execvp's (and busybox ash's) default when PATH is unset
 	}
 	var denied error
 	for _, dir := range strings.Split(path, ":") {
@@ -344,7 +342,7 @@ func (c *container) lookPath(name string, env []string, wd string) (executable, 
 		if !strings.HasPrefix(p, "/") {
 			p = wd + "/" + p
 		}
-		exe, err := c.fs.lookExec(p)
+		exe, err := c.fs.LookExec(p)
 		if err == nil {
 			return exe, nil
 		}
@@ -353,9 +351,9 @@ func (c *container) lookPath(name string, env []string, wd string) (executable, 
 		}
 	}
 	if denied != nil {
-		return executable{}, &ExecError{Name: name, Err: denied}
+		return vfs.Executable{}, &ExecError{Name: name, Err: denied}
 	}
-	return executable{}, &ExecError{Name: name, Err: ErrNotFound}
+	return vfs.Executable{}, &ExecError{Name: name, Err: ErrNotFound}
 }
 
 // gate drops writes once its process has ended, so a goroutine that has not yet
@@ -381,7 +379,7 @@ func (g *gate) close() {
 	g.mu.Unlock()
 }
 
-func (c *container) run(exe executable, args, env []string, wd string, stdin io.Reader, stdout, stderr io.Writer, tty, main bool) (*Process, error) {
+func (c *container) run(exe vfs.Executable, args, env []string, wd string, stdin io.Reader, stdout, stderr io.Writer, tty, main bool) (*Process, error) {
 	p := &Process{c: c, done: make(chan struct{}), startedAt: time.Now()}
 	out, errw := &gate{w: stdout}, &gate{w: stderr}
 	p.gates = []*gate{out, errw}
@@ -568,7 +566,7 @@ func (p *Process) Resize(width, height uint16) {
 func (p *Process) ReadinessFailing() bool { return !p.c.readiness }
 
 // FS is the container's file system.
-func (p *Process) FS() *FS { return p.c.fs }
+func (p *Process) FS() *vfs.FS { return p.c.fs }
 
 // Exec runs another command in the same container (ExecSync, Exec). It fails
 // with ErrNotRunning when the main process has ended and with an *ExecError

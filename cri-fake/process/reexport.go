@@ -1,6 +1,9 @@
 package process
 
-import "github.com/plugsim/plugsim/cri-fake/process/containerio"
+import (
+	"github.com/plugsim/plugsim/cri-fake/process/containerio"
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
+)
 
 // The runtime imports only this package: what it wires around a process
 // (the CRI log file, attach) lives in containerio and is named here too.
@@ -26,4 +29,31 @@ func OpenLogWriter(path string) (*LogWriter, error) { return containerio.OpenLog
 // NewContainerIO wires a process's stdio to log and attach sessions (containerio.NewContainerIO).
 func NewContainerIO(log *LogWriter, stdin, tty bool) *ContainerIO {
 	return containerio.NewContainerIO(log, stdin, tty)
+}
+
+// The container's file system view (package vfs).
+type (
+	FS        = vfs.FS
+	FSConfig  = vfs.FSConfig
+	Mount     = vfs.Mount
+	User      = vfs.User
+	Group     = vfs.Group
+	DNSConfig = vfs.DNSConfig
+	Owner     = vfs.Owner
+	Layer     = vfs.Layer
+)
+
+// DefaultMemoryLimit bounds a container's own files when its config sets none.
+const DefaultMemoryLimit = vfs.DefaultMemoryLimit
+
+// NewLayer returns an empty image layer (vfs.NewLayer).
+func NewLayer() *Layer { return vfs.NewLayer() }
+
+// NewFS builds a container's file system view (vfs.NewFS) over cfg.Image, or
+// over the busybox base image when cfg.Image is nil.
+func NewFS(cfg FSConfig) (*FS, error) {
+	if cfg.Image == nil {
+		cfg.Image = BaseLayer("busybox")
+	}
+	return vfs.NewFS(cfg)
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
 // listen opens a TCP listener the way the container's process would: through
@@ -211,8 +213,8 @@ func appletNginx(p *proc) int {
 		}
 	}
 	pidFile := "/var/run/nginx.pid"
-	if err := p.c.fs.writeFile(p.cred(), pidFile, []byte(strconv.Itoa(p.t.pid)+"\n"), 0o644); err != nil {
-		fmt.Fprintf(p.stderr, "nginx: [emerg] open() \"%s\" failed (%d: %s)\n", pidFile, errnoOf(err), strerror(err))
+	if err := p.c.fs.WriteFileAs(p.cred(), pidFile, []byte(strconv.Itoa(p.t.pid)+"\n"), 0o644); err != nil {
+		fmt.Fprintf(p.stderr, "nginx: [emerg] open() \"%s\" failed (%d: %s)\n", pidFile, errnoOf(err), vfs.Strerror(err))
 		return 1
 	}
 	p.t.setArgv([]string{"nginx: master process " + strings.Join(p.args, " ")})
@@ -230,11 +232,11 @@ func appletNginx(p *proc) int {
 				r.Method, r.URL.RequestURI(), r.Proto, status, size, orDash(r.Referer()), orDash(r.UserAgent()))
 		},
 		bindError: func(port int, err error) string {
-			return fmt.Sprintf("nginx: [emerg] bind() to 0.0.0.0:%d failed (%d: %s)", port, errnoOf(err), strerror(err))
+			return fmt.Sprintf("nginx: [emerg] bind() to 0.0.0.0:%d failed (%d: %s)", port, errnoOf(err), vfs.Strerror(err))
 		},
 	}
 	code := s.run()
-	_ = p.c.fs.remove(p.cred(), pidFile, false)
+	_ = p.c.fs.RemoveAs(p.cred(), pidFile, false)
 	return code
 }
 
@@ -272,7 +274,7 @@ func appletHttpd(p *proc) int {
 			return fmt.Sprintf("%s - - [%s] \"%s %s %s\" %d %d", p.clientAddr(r), time.Now().Format("02/Jan/2006:15:04:05 -0700"), r.Method, r.URL.RequestURI(), r.Proto, status, size)
 		},
 		bindError: func(port int, err error) string {
-			return fmt.Sprintf("(%d)%s: AH00072: make_sock: could not bind to address [::]:%d\nno listening sockets available, shutting down", errnoOf(err), strerror(err), port)
+			return fmt.Sprintf("(%d)%s: AH00072: make_sock: could not bind to address [::]:%d\nno listening sockets available, shutting down", errnoOf(err), vfs.Strerror(err), port)
 		},
 	}
 	fmt.Fprintf(p.stderr, "[%s] [mpm_event:notice] [pid %d:tid 1] AH00489: Apache/2.4.39 (Unix) configured -- resuming normal operations\n", time.Now().Format("Mon Jan 02 15:04:05.000000 2006"), p.t.pid)
@@ -362,7 +364,7 @@ func netexec(p *proc, port int) int {
 			code, err := p.spawn(exe, []string{"sh", "-c", r.FormValue("cmd")}, p.env, p.dir, io3{in: strings.NewReader(""), out: out, err: out}, false)
 			switch {
 			case err != nil:
-				result["error"] = "fork/exec " + exe.path + ": resource temporarily unavailable" // Go's os/exec wording
+				result["error"] = "fork/exec " + exe.Path + ": resource temporarily unavailable" // Go's os/exec wording
 			case code != 0:
 				result["error"] = fmt.Sprintf("exit status %d", code)
 			}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
 type io3 struct {
@@ -690,7 +692,7 @@ func (s *shell) redirect(rs []redir, sio io3) (io3, []io.Closer, error) {
 			rc, err := s.p.c.fs.Open(s.p.absIn(s.dir, target))
 			if err != nil {
 				closeAll(closers)
-				return sio, nil, fmt.Errorf("can't open '%s': %s", target, strerror(err))
+				return sio, nil, fmt.Errorf("can't open '%s': %s", target, vfs.Strerror(err))
 			}
 			closers = append(closers, rc)
 			fds[r.fd] = rc
@@ -727,20 +729,20 @@ func (s *shell) redirect(rs []redir, sio io3) (io3, []io.Closer, error) {
 	if w, ok := fds[1].(io.Writer); ok {
 		out.out = w
 	} else {
-		out.out = discard{}
+		out.out = vfs.Discard{}
 	}
 	if w, ok := fds[2].(io.Writer); ok {
 		out.err = w
 	} else {
-		out.err = discard{}
+		out.err = vfs.Discard{}
 	}
 	return out, closers, nil
 }
 
 func (s *shell) openOut(target string, appendMode bool) (io.WriteCloser, error) {
-	w, err := s.p.c.fs.openWrite(s.p.cred(), s.p.absIn(s.dir, target), appendMode, 0o644)
+	w, err := s.p.c.fs.OpenWriteAs(s.p.cred(), s.p.absIn(s.dir, target), appendMode, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("can't create %s: %s", target, strerror(err))
+		return nil, fmt.Errorf("can't create %s: %s", target, vfs.Strerror(err))
 	}
 	return w, nil
 }
@@ -861,7 +863,7 @@ func (s *shell) execFailed(name string, err error, sio io3) int {
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		fmt.Fprintf(sio.err, "%s: %s: %s\n", s.arg0, name, strerror(pe.Err))
+		fmt.Fprintf(sio.err, "%s: %s: %s\n", s.arg0, name, vfs.Strerror(pe.Err))
 	} else {
 		fmt.Fprintf(sio.err, "%s: %s: %v\n", s.arg0, name, err)
 	}
@@ -915,7 +917,7 @@ func builtinCd(s *shell, args []string, sio io3) int {
 	target := s.p.absIn(s.dir, dir)
 	st, err := s.p.c.fs.Stat(target)
 	if err != nil {
-		fmt.Fprintf(sio.err, "%s: cd: can't cd to %s: %s\n", s.arg0, dir, strerror(err))
+		fmt.Fprintf(sio.err, "%s: cd: can't cd to %s: %s\n", s.arg0, dir, vfs.Strerror(err))
 		return 1
 	}
 	if !st.IsDir() {
@@ -1370,9 +1372,9 @@ func builtinType(s *shell, args []string, sio io3) int {
 				continue
 			}
 			if verbose {
-				fmt.Fprintf(sio.out, "%s is %s\n", name, exe.path)
+				fmt.Fprintf(sio.out, "%s is %s\n", name, exe.Path)
 			} else {
-				fmt.Fprintln(sio.out, exe.path)
+				fmt.Fprintln(sio.out, exe.Path)
 			}
 		}
 	}

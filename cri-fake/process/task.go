@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -495,9 +496,9 @@ func capMask(caps []string) uint64 {
 	return m
 }
 
-func (id Identity) cred() cred {
+func (id Identity) cred() vfs.Cred {
 	gids := append([]int{id.GID}, id.AdditionalGIDs...)
-	return cred{uid: id.UID, gids: gids, dacOverride: id.UID == 0 && id.hasCap("CAP_DAC_OVERRIDE")}
+	return vfs.Cred{UID: id.UID, GIDs: gids, DACOverride: id.UID == 0 && id.hasCap("CAP_DAC_OVERRIDE")}
 }
 
 // procPids lists the pid directories of /proc.
@@ -535,11 +536,11 @@ func (c *container) procFile(rel string) ([]byte, bool) {
 	case "mounts", "self/mounts":
 		var b strings.Builder
 		ro := "rw"
-		if c.fs.cfg.ReadonlyRootfs {
+		if c.fs.Config().ReadonlyRootfs {
 			ro = "ro"
 		}
 		fmt.Fprintf(&b, "overlay / overlay %s,relatime 0 0\nproc /proc proc rw,nosuid,nodev,noexec,relatime 0 0\n", ro)
-		for _, m := range c.fs.cfg.Mounts {
+		for _, m := range c.fs.Config().Mounts {
 			opt := "rw"
 			if m.Readonly {
 				opt = "ro"
