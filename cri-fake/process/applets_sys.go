@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -670,28 +669,6 @@ func cstr[T int8 | uint8](b []T) string {
 	return s.String()
 }
 
-func appletBasename(p *proc) int {
-	if len(p.args) < 2 {
-		p.errorf("usage: basename FILE [SUFFIX]")
-		return 1
-	}
-	b := path.Base(p.args[1])
-	if len(p.args) > 2 && b != p.args[2] {
-		b = strings.TrimSuffix(b, p.args[2])
-	}
-	fmt.Fprintln(p.stdout, b)
-	return 0
-}
-
-func appletDirname(p *proc) int {
-	if len(p.args) < 2 {
-		p.errorf("usage: dirname FILENAME")
-		return 1
-	}
-	fmt.Fprintln(p.stdout, path.Dir(p.args[1]))
-	return 0
-}
-
 func appletWhich(p *proc) int {
 	st := 0
 	for _, name := range p.args[1:] {
@@ -719,7 +696,7 @@ func appletMount(p *proc) int {
 func appletBusybox(p *proc) int {
 	if len(p.args) > 1 {
 		p.args = p.args[1:]
-		if a, ok := applets[p.args[0]]; ok {
+		if a, ok := p.c.applets.lookup(p.args[0]); ok {
 			return a(p)
 		}
 		p.errorf("applet not found")
@@ -727,7 +704,7 @@ func appletBusybox(p *proc) int {
 	}
 	fmt.Fprintln(p.stdout, "BusyBox v1.36.1 (plugsim simulation) multi-call binary.")
 	fmt.Fprintln(p.stdout, "Currently defined functions:")
-	fmt.Fprintln(p.stdout, "\t"+strings.Join(busyboxApplets, ", "))
+	fmt.Fprintln(p.stdout, "\t"+strings.Join(p.c.applets.busybox(), ", "))
 	return 0
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	iofs "io/fs"
 	"math"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -1271,4 +1272,95 @@ func (t *testEval) unary(flag byte, operand string) (v, ok bool) {
 		return false, true
 	}
 	return true, true // -e, -r
+}
+
+func appletTee(p *proc) int {
+	opts, files, _ := flags(p.args[1:], "")
+	ws := []io.Writer{p.stdout}
+	st := 0
+	for _, f := range files {
+		w, err := p.c.fs.OpenWriteAs(p.cred(), p.abs(f), opts['a'] != "", 0o644)
+		if err != nil {
+			p.errorf("%s: %s", f, vfs.Strerror(err))
+			st = 1
+			continue
+		}
+		defer w.Close()
+		ws = append(ws, w)
+	}
+	copyCtx(p, io.MultiWriter(ws...), p.stdin)
+	return st
+}
+
+// readAll reads all operand files (or stdin), reporting missing files; past maxHeldBytes in all
+// it reports "out of memory" and fails.
+func (p *proc) readAll(files []string) ([]byte, int) {
+	var out []byte
+	st := p.eachInput(files, func(_ int, _ string, r io.Reader) bool {
+		data, err := io.ReadAll(io.LimitReader(r, int64(maxHeldBytes+1-len(out))))
+		out = append(out, data...)
+		return err == nil && len(out) <= maxHeldBytes
+	})
+	if len(out) > maxHeldBytes {
+		p.errorf("%s", errTooBig)
+		return nil, 1
+	}
+	return out, st
+}
+
+func appletSort(p *proc) int {
+	opts, files, _ := flags(p.args[1:], "tk")
+	data, st := p.readAll(files)
+	if data == nil && st != 0 {
+		return st
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(data) == 0 {
+		lines = nil
+	}
+	if opts['n'] != "" {
+		num := func(s string) float64 {
+			f, _ := strconv.ParseFloat(strings.Fields(s + " 0")[0], 64)
+			return f
+		}
+		sort.SliceStable(lines, func(i, j int) bool { return num(lines[i]) < num(lines[j]) })
+	} else {
+		sort.Strings(lines)
+	}
+	if opts['r'] != "" {
+		for i, j := 0, len(lines)-1; i < j; i, j = i+1, j-1 {
+			lines[i], lines[j] = lines[j], lines[i]
+		}
+	}
+	prev := ""
+	for i, l := range lines {
+		if opts['u'] != "" && i > 0 && l == prev {
+			continue
+		}
+		prev = l
+		fmt.Fprintln(p.stdout, l)
+	}
+	return st
+}
+
+func appletBasename(p *proc) int {
+	if len(p.args) < 2 {
+		p.errorf("usage: basename FILE [SUFFIX]")
+		return 1
+	}
+	b := path.Base(p.args[1])
+	if len(p.args) > 2 && b != p.args[2] {
+		b = strings.TrimSuffix(b, p.args[2])
+	}
+	fmt.Fprintln(p.stdout, b)
+	return 0
+}
+
+func appletDirname(p *proc) int {
+	if len(p.args) < 2 {
+		p.errorf("usage: dirname FILENAME")
+		return 1
+	}
+	fmt.Fprintln(p.stdout, path.Dir(p.args[1]))
+	return 0
 }

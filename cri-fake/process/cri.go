@@ -48,7 +48,7 @@ func ImageLayer(img ImageConfig) (*vfs.Layer, error) {
 		layer.AddFile(p, []byte(content), 0o644)
 	}
 	for p, applet := range ib.Executables {
-		if _, ok := applets[applet]; !ok {
+		if _, ok := appletTable().lookup(applet); !ok {
 			return nil, fmt.Errorf("image behavior executables: %s: unknown applet %q", p, applet)
 		}
 		layer.AddApplet(p, applet)

@@ -6,16 +6,6 @@ import (
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
-// busyboxApplets are the applets a busybox image links into /bin.
-var busyboxApplets = []string{
-	"sh", "ash", "echo", "printf", "cat", "sleep", "ls", "mkdir", "touch", "rm", "cp", "mv",
-	"hostname", "id", "whoami", "env", "printenv", "pwd", "test", "[", "[[", "true", "false",
-	"grep", "egrep", "fgrep", "wc", "head", "tail", "date", "pgrep", "pidof", "kill", "sysctl", "nproc",
-	"top", "seq", "sync", "uname", "basename", "dirname", "which", "ps", "tee", "ln", "rmdir",
-	"stat", "sort", "tr", "cut", "yes", "chmod", "readlink", "realpath", "md5sum", "netstat", "mount",
-	"wget",
-}
-
 // BaseLayer returns the content of a base image: "busybox" (the default for any
 // unknown name), "nginx", "httpd", "agnhost", "pause", or "scratch" (empty). The
 // image catalog picks the base per image; unknown images get busybox because that
@@ -40,7 +30,7 @@ func BaseLayer(name string) *vfs.Layer {
 	l.AddDir("/var/spool/mail", 0o755)
 	l.AddDir("/var/www", 0o755)
 	l.AddApplet("/bin/busybox", "busybox")
-	for _, a := range busyboxApplets {
+	for _, a := range appletTable().busybox() {
 		l.AddApplet("/bin/"+a, a)
 	}
 	addEtc(l)

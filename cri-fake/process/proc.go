@@ -32,48 +32,11 @@ type proc struct {
 	inherited []io.Closer
 }
 
+// applet is what runs an executable: its exit code (see applettable.go).
 type applet func(p *proc) int
 
-// applets maps an applet name to its implementation (filled in init to break
-// the initialisation cycle sh -> applets -> sh).
-var applets map[string]applet
-
-// inlineApplets run inside the shell without a new process, as busybox ash
-// runs its builtins (so `pgrep echo` never sees them).
-var inlineApplets map[string]applet
-
-func init() {
-	applets = map[string]applet{
-		"sh": appletSh, "ash": appletSh, "bash": appletSh,
-		"echo": appletEcho, "printf": appletPrintf, "cat": appletCat, "sleep": appletSleep,
-		"ls": appletLs, "mkdir": appletMkdir, "touch": appletTouch, "rm": appletRm, "rmdir": appletRmdir,
-		"cp": appletCp, "mv": appletMv, "ln": appletLn, "hostname": appletHostname, "id": appletID,
-		"whoami": appletWhoami, "env": appletEnv, "printenv": appletPrintenv, "pwd": appletPwd,
-		"test": appletTest, "[": appletTest, "[[": appletTest, "true": appletTrue, "false": appletFalse,
-		"grep": appletGrep, "egrep": appletGrep, "fgrep": appletGrep, "wc": appletWc, "head": appletHead,
-		"tail": appletTail, "date": appletDate, "pgrep": appletPgrep, "pidof": appletPidof, "kill": appletKill,
-		"sysctl": appletSysctl, "nproc": appletNproc, "top": appletTop, "seq": appletSeq, "sync": appletTrue,
-		"uname": appletUname, "basename": appletBasename, "dirname": appletDirname, "which": appletWhich,
-		"ps": appletPs, "tee": appletTee, "stat": appletStat, "sort": appletSort, "tr": appletTr,
-		"cut": appletCut, "yes": appletYes, "chmod": appletChmod, "readlink": appletReadlink,
-		"realpath": appletRealpath, "md5sum": appletMd5sum, "netstat": appletNetstat, "mount": appletMount,
-		"wget": appletWget, "busybox": appletBusybox, "pause": appletPause, "program": appletProgram,
-		"nginx": appletNginx, "httpd": appletHttpd, "httpd-foreground": appletHttpd, "agnhost": appletAgnhost,
-	}
-	inlineApplets = map[string]applet{
-		"echo": appletEcho, "printf": appletPrintf, "test": appletTest, "[": appletTest, "[[": appletTest,
-		"true": appletTrue, "false": appletFalse, "kill": appletKill,
-	}
-}
-
 // Applets lists the applet names an image's executables may run.
-func Applets() []string {
-	out := make([]string, 0, len(applets))
-	for k := range applets {
-		out = append(out, k)
-	}
-	return out
-}
+func Applets() []string { return appletTable().names() }
 
 func base(p string) string { return path.Base(p) }
 
@@ -155,7 +118,7 @@ func (p *proc) runImage() int {
 	if name == "busybox" && base(p.args[0]) != "busybox" {
 		name = base(p.args[0])
 	}
-	a, ok := applets[name]
+	a, ok := p.c.applets.lookup(name)
 	if !ok {
 		p.errorf("applet not found")
 		return 127

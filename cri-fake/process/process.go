@@ -185,6 +185,8 @@ type container struct {
 	spec      Spec
 	hostname  string
 	readiness bool
+	// applets is what the container's executables run (applettable.go).
+	applets *appletSet
 
 	pidns *PIDNamespace
 	// procs is how many processes of this container hold a pid slot (table entries and
@@ -237,7 +239,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		spec.CPUs = 2
 	}
 	env := withDefaultEnv(spec.Env, spec.Hostname, spec.Identity)
-	c := &container{fs: spec.FS, spec: spec, hostname: spec.Hostname, pidns: spec.PIDNamespace, cpuAt: time.Now()}
+	c := &container{fs: spec.FS, spec: spec, hostname: spec.Hostname, pidns: spec.PIDNamespace, cpuAt: time.Now(), applets: appletTable()}
 	if c.pidns == nil {
 		c.pidns = NewPIDNamespace()
 	}
@@ -263,7 +265,7 @@ func Lookup(fsys *vfs.FS, args, env []string, workingDir string) error {
 	if len(args) == 0 {
 		return errors.New("no command specified")
 	}
-	c := &container{fs: fsys}
+	c := &container{fs: fsys, applets: appletTable()}
 	if workingDir == "" {
 		workingDir = "/"
 	}

@@ -825,7 +825,7 @@ func (s *shell) runSimple(c *simpleCmd, sio io3) int {
 	if b, ok := shellBuiltins[words[0]]; ok {
 		return b(s, words, rio)
 	}
-	if a, ok := inlineApplets[words[0]]; ok {
+	if a, ok := s.p.c.applets.inline(words[0]); ok {
 		bp := *s.p
 		bp.args, bp.stdin, bp.stdout, bp.stderr, bp.dir = words, rio.in, rio.out, rio.err, s.dir
 		bp.env = s.exportedEnv(tmpEnv)
@@ -1354,7 +1354,7 @@ func builtinType(s *shell, args []string, sio io3) int {
 	st := 0
 	for _, name := range rest {
 		_, isB := shellBuiltins[name]
-		_, isI := inlineApplets[name]
+		_, isI := s.p.c.applets.inline(name)
 		switch {
 		case isB || isI:
 			if verbose {
@@ -1481,7 +1481,7 @@ func singleExternal(s *shell, l *list) *simpleCmd {
 	if _, ok := shellBuiltins[name]; ok {
 		return nil
 	}
-	if _, ok := inlineApplets[name]; ok {
+	if _, ok := s.p.c.applets.inline(name); ok {
 		return nil
 	}
 	return sc
