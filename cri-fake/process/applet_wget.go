@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -245,7 +244,7 @@ func (p *proc) wgetOne(o wgetOpts, raw string) bool {
 	}
 	var w io.Writer = p.stdout
 	if name != "-" {
-		f, err := p.c.fs.OpenWriteAs(p.cred(), p.abs(name), false, 0o644)
+		f, err := p.OpenWrite(p.abs(name), false, 0o644)
 		if err != nil {
 			p.errorf("can't open '%s': %s", name, vfs.Strerror(err))
 			return false
@@ -291,14 +290,7 @@ func (p *proc) wgetDial(ctx context.Context, network, addr string) (net.Conn, er
 		return nil, &wgetBadAddress{host}
 	}
 	addr = net.JoinHostPort(host, port)
-	switch {
-	case p.c.spec.Listen != nil:
-		return nil, &net.OpError{Op: "dial", Net: network, Err: os.NewSyscallError("connect", syscall.ENETUNREACH)}
-	case p.c.spec.NetNS != "":
-		return DialInNetNS(ctx, p.c.spec.NetNS, network, addr)
-	}
-	var d net.Dialer
-	return d.DialContext(ctx, network, addr)
+	return p.Dial(ctx, network, addr)
 }
 
 type wgetBadAddress struct{ host string }

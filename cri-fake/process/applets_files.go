@@ -336,9 +336,9 @@ func appletMkdir(p *proc) int {
 	for _, n := range names {
 		var err error
 		if opts['p'] != "" {
-			err = p.c.fs.MkdirAllAs(p.cred(), p.abs(n), perm)
+			err = p.MkdirAll(p.abs(n), perm)
 		} else {
-			err = p.c.fs.MkdirAs(p.cred(), p.abs(n), perm)
+			err = p.Mkdir(p.abs(n), perm)
 		}
 		if err != nil {
 			p.errorf("can't create directory '%s': %s", n, vfs.Strerror(err))
@@ -360,7 +360,7 @@ func appletTouch(p *proc) int {
 				continue
 			}
 		}
-		if err := p.c.fs.TouchAs(p.cred(), p.abs(n)); err != nil {
+		if err := p.Touch(p.abs(n)); err != nil {
 			// busybox: "touch: /tmp/x: Read-only file system"
 			p.errorf("%s: %s", n, vfs.Strerror(err))
 			st = 1
@@ -390,7 +390,7 @@ func appletRm(p *proc) int {
 			st = 1
 			continue
 		}
-		if err := p.c.fs.RemoveAs(p.cred(), p.abs(n), rec); err != nil {
+		if err := p.Remove(p.abs(n), rec); err != nil {
 			p.errorf("can't remove '%s': %s", n, vfs.Strerror(err))
 			st = 1
 		}
@@ -407,7 +407,7 @@ func appletRmdir(p *proc) int {
 			err = &fs.PathError{Op: "rmdir", Path: n, Err: syscall.ENOTDIR}
 		}
 		if err == nil {
-			err = p.c.fs.RemoveAs(p.cred(), p.abs(n), false)
+			err = p.Remove(p.abs(n), false)
 		}
 		if err != nil {
 			p.errorf("'%s': %s", n, vfs.Strerror(err))
@@ -426,7 +426,7 @@ func (p *proc) copyTree(src, dst string, rec bool) error {
 		if !rec {
 			return fmt.Errorf("omitting directory '%s'", src)
 		}
-		if err := p.c.fs.MkdirAllAs(p.cred(), p.abs(dst), info.Mode().Perm()); err != nil {
+		if err := p.MkdirAll(p.abs(dst), info.Mode().Perm()); err != nil {
 			return fmt.Errorf("can't create directory '%s': %s", dst, vfs.Strerror(err))
 		}
 		ents, err := p.c.fs.ReadDir(p.abs(src))
@@ -447,7 +447,7 @@ func (p *proc) copyTree(src, dst string, rec bool) error {
 		return fmt.Errorf("can't open '%s': %s", src, vfs.Strerror(err))
 	}
 	defer in.Close()
-	out, err := p.c.fs.OpenWriteAs(p.cred(), p.abs(dst), false, info.Mode().Perm())
+	out, err := p.OpenWrite(p.abs(dst), false, info.Mode().Perm())
 	if err != nil {
 		return fmt.Errorf("can't create '%s': %s", dst, vfs.Strerror(err))
 	}
@@ -503,10 +503,10 @@ func appletMv(p *proc) int {
 	st := 0
 	for _, src := range args[:len(args)-1] {
 		to := p.destFor(src, dst)
-		err := p.c.fs.RenameAs(p.cred(), p.abs(src), p.abs(to))
+		err := p.Rename(p.abs(src), p.abs(to))
 		if errors.Is(err, syscall.EXDEV) {
 			if err = p.copyTree(src, to, true); err == nil {
-				err = p.c.fs.RemoveAs(p.cred(), p.abs(src), true)
+				err = p.Remove(p.abs(src), true)
 			}
 		}
 		if err != nil {
@@ -532,14 +532,14 @@ func appletLn(p *proc) int {
 	}
 	target, dst := args[0], p.destFor(args[0], args[1])
 	if opts['f'] != "" {
-		_ = p.c.fs.RemoveAs(p.cred(), p.abs(dst), false)
+		_ = p.Remove(p.abs(dst), false)
 	}
 	if opts['s'] != "" {
-		err = p.c.fs.SymlinkAs(p.cred(), target, p.abs(dst))
+		err = p.Symlink(target, p.abs(dst))
 	} else {
 		var data []byte
 		if data, err = p.readFileBounded(p.abs(target)); err == nil {
-			err = p.c.fs.WriteFileAs(p.cred(), p.abs(dst), data, 0o644)
+			err = p.WriteFile(p.abs(dst), data, 0o644)
 		}
 	}
 	if err != nil {
@@ -620,7 +620,7 @@ func appletChmod(p *proc) int {
 	}
 	st := 0
 	for _, n := range args[1:] {
-		if err := p.c.fs.ChmodAs(p.cred(), p.abs(n), fs.FileMode(v)); err != nil {
+		if err := p.Chmod(p.abs(n), fs.FileMode(v)); err != nil {
 			p.errorf("%s: %s", n, vfs.Strerror(err))
 			st = 1
 		}

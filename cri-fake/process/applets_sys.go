@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
 // parseSleep accepts busybox sleep arguments: 1, 0.5, 2s, 3m, 1h, 1d, infinity.
@@ -89,14 +91,10 @@ func appletHostname(p *proc) int {
 	opts, args, _ := flags(p.args[1:], "F")
 	h := p.c.getHostname()
 	if len(args) > 0 {
-		// sethostname(2) needs CAP_SYS_ADMIN in the container's UTS namespace.
-		if !p.t.id.hasCap("CAP_SYS_ADMIN") || p.t.id.UID != 0 {
-			p.errorf("sethostname: Operation not permitted")
+		if err := p.SetHostname(args[0]); err != nil {
+			p.errorf("sethostname: %s", vfs.Strerror(err))
 			return 1
 		}
-		p.c.mu.Lock()
-		p.c.hostname = args[0]
-		p.c.mu.Unlock()
 		return 0
 	}
 	if opts['s'] != "" {
@@ -507,33 +505,15 @@ func appletKill(p *proc) int {
 			st = 1
 			continue
 		}
-		var targets []*task
-		if pid == -1 || pid == 0 {
-			for _, t := range p.c.nsTasks() {
-				// kill(2): -1 is every process but the caller and init, so pid 1 is left
-				// out; 0 (the caller's process group) may include it, and the init rule of
-				// signalFromInside decides.
-				if t != p.t && (pid == 0 || t.pid != 1) {
-					targets = append(targets, t)
-				}
-			}
-		} else if t := p.c.task(pid); t != nil {
-			targets = append(targets, t)
-		}
-		if len(targets) == 0 {
+		denied, err := p.Kill(pid, sig)
+		if err != nil {
 			p.errorf("can't kill pid %d: No such process", pid)
 			st = 1
 			continue
 		}
-		for _, t := range targets {
-			if p.t.id.UID != 0 && t.id.UID != p.t.id.UID {
-				p.errorf("can't kill pid %d: Operation not permitted", pid)
-				st = 1
-				continue
-			}
-			if sig != 0 {
-				t.signalFromInside(sig)
-			}
+		for ; denied > 0; denied-- {
+			p.errorf("can't kill pid %d: Operation not permitted", pid)
+			st = 1
 		}
 	}
 	return st

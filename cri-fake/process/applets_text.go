@@ -1279,7 +1279,7 @@ func appletTee(p *proc) int {
 	ws := []io.Writer{p.stdout}
 	st := 0
 	for _, f := range files {
-		w, err := p.c.fs.OpenWriteAs(p.cred(), p.abs(f), opts['a'] != "", 0o644)
+		w, err := p.OpenWrite(p.abs(f), opts['a'] != "", 0o644)
 		if err != nil {
 			p.errorf("%s: %s", f, vfs.Strerror(err))
 			st = 1

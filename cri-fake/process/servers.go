@@ -17,20 +17,6 @@ import (
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
-// listen opens a TCP listener the way the container's process would: through
-// Spec.Listen when the runtime provides one, inside Spec.NetNS when set, else
-// in the current (host) network namespace.
-func (c *container) listen(port int) (net.Listener, error) {
-	addr := ":" + strconv.Itoa(port)
-	switch {
-	case c.spec.Listen != nil:
-		return c.spec.Listen("tcp", addr)
-	case c.spec.NetNS != "":
-		return ListenInNetNS(c.spec.NetNS, "tcp", addr)
-	}
-	return net.Listen("tcp", addr)
-}
-
 // healthPaths answer 503 when the image behaviour says readiness fails.
 var healthPaths = map[string]bool{"/healthz": true, "/readyz": true, "/ready": true, "/health": true}
 
@@ -71,7 +57,7 @@ func (s *server) run() int {
 	p := s.p
 	var listeners []net.Listener
 	for _, port := range s.ports {
-		l, err := p.c.listen(port)
+		l, err := p.Listen(port)
 		if err != nil {
 			for _, l := range listeners {
 				l.Close()
@@ -213,7 +199,7 @@ func appletNginx(p *proc) int {
 		}
 	}
 	pidFile := "/var/run/nginx.pid"
-	if err := p.c.fs.WriteFileAs(p.cred(), pidFile, []byte(strconv.Itoa(p.t.pid)+"\n"), 0o644); err != nil {
+	if err := p.WriteFile(pidFile, []byte(strconv.Itoa(p.t.pid)+"\n"), 0o644); err != nil {
 		fmt.Fprintf(p.stderr, "nginx: [emerg] open() \"%s\" failed (%d: %s)\n", pidFile, errnoOf(err), vfs.Strerror(err))
 		return 1
 	}
@@ -236,7 +222,7 @@ func appletNginx(p *proc) int {
 		},
 	}
 	code := s.run()
-	_ = p.c.fs.RemoveAs(p.cred(), pidFile, false)
+	_ = p.Remove(pidFile, false)
 	return code
 }
 

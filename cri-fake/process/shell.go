@@ -740,7 +740,7 @@ func (s *shell) redirect(rs []redir, sio io3) (io3, []io.Closer, error) {
 }
 
 func (s *shell) openOut(target string, appendMode bool) (io.WriteCloser, error) {
-	w, err := s.p.c.fs.OpenWriteAs(s.p.cred(), s.p.absIn(s.dir, target), appendMode, 0o644)
+	w, err := s.p.OpenWrite(s.p.absIn(s.dir, target), appendMode, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("can't create %s: %s", target, vfs.Strerror(err))
 	}
