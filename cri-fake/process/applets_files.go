@@ -59,7 +59,7 @@ func (p *proc) open(name string) (io.ReadCloser, error) {
 	if name == "-" || name == "/dev/stdin" {
 		return io.NopCloser(p.stdin), nil
 	}
-	return p.c.fs.Open(p.abs(name))
+	return p.FS().Open(p.abs(name))
 }
 
 func appletCat(p *proc) int {
@@ -142,7 +142,7 @@ func copyCtx(p *proc, w io.Writer, r io.Reader) (int64, error) {
 }
 
 func (p *proc) userName(uid int) string {
-	data, _ := p.c.fs.ReadFile("/etc/passwd")
+	data, _ := p.FS().ReadFile("/etc/passwd")
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Split(line, ":")
 		if len(f) > 2 && f[2] == strconv.Itoa(uid) {
@@ -153,7 +153,7 @@ func (p *proc) userName(uid int) string {
 }
 
 func (p *proc) groupName(gid int) string {
-	data, _ := p.c.fs.ReadFile("/etc/group")
+	data, _ := p.FS().ReadFile("/etc/group")
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Split(line, ":")
 		if len(f) > 2 && f[2] == strconv.Itoa(gid) {
@@ -230,9 +230,9 @@ func appletLs(p *proc) int {
 	var files []string
 	var dirs []string
 	for _, n := range names {
-		info, err := p.c.fs.Stat(p.abs(n))
+		info, err := p.FS().Stat(p.abs(n))
 		if err != nil {
-			if _, lerr := p.c.fs.Lstat(p.abs(n)); lerr == nil {
+			if _, lerr := p.FS().Lstat(p.abs(n)); lerr == nil {
 				files = append(files, n)
 				continue
 			}
@@ -250,7 +250,7 @@ func appletLs(p *proc) int {
 	defer w.Flush()
 	for _, f := range files {
 		if long {
-			info, err := p.c.fs.Lstat(p.abs(f))
+			info, err := p.FS().Lstat(p.abs(f))
 			if err == nil {
 				fmt.Fprintln(w, p.lsLong(info, f))
 				continue
@@ -261,7 +261,7 @@ func appletLs(p *proc) int {
 	headers := len(dirs)+len(files) > 1 || recursive
 	var listDir func(d string, first bool)
 	listDir = func(d string, first bool) {
-		ents, err := p.c.fs.ReadDir(p.abs(d))
+		ents, err := p.FS().ReadDir(p.abs(d))
 		if err != nil {
 			p.errorf("%s: %s", d, vfs.Strerror(err))
 			st = 1
@@ -292,11 +292,11 @@ func appletLs(p *proc) int {
 		}
 		for _, n := range names {
 			if long {
-				info, err := p.c.fs.Lstat(p.abs(path.Join(d, n)))
+				info, err := p.FS().Lstat(p.abs(path.Join(d, n)))
 				if err == nil {
 					line := p.lsLong(info, n)
 					if info.Mode()&fs.ModeSymlink != 0 {
-						if t, err := p.c.fs.Readlink(p.abs(path.Join(d, n))); err == nil {
+						if t, err := p.FS().Readlink(p.abs(path.Join(d, n))); err == nil {
 							line += " -> " + t
 						}
 					}
@@ -356,7 +356,7 @@ func appletTouch(p *proc) int {
 	st := 0
 	for _, n := range names {
 		if opts['c'] != "" {
-			if _, err := p.c.fs.Stat(p.abs(n)); err != nil {
+			if _, err := p.FS().Stat(p.abs(n)); err != nil {
 				continue
 			}
 		}
@@ -377,7 +377,7 @@ func appletRm(p *proc) int {
 	force, rec := opts['f'] != "", opts['r'] != "" || opts['R'] != ""
 	st := 0
 	for _, n := range names {
-		info, err := p.c.fs.Lstat(p.abs(n))
+		info, err := p.FS().Lstat(p.abs(n))
 		if err != nil {
 			if !force {
 				p.errorf("can't remove '%s': %s", n, vfs.Strerror(err))
@@ -402,7 +402,7 @@ func appletRmdir(p *proc) int {
 	_, names, _ := flags(p.args[1:], "")
 	st := 0
 	for _, n := range names {
-		info, err := p.c.fs.Lstat(p.abs(n))
+		info, err := p.FS().Lstat(p.abs(n))
 		if err == nil && !info.IsDir() {
 			err = &fs.PathError{Op: "rmdir", Path: n, Err: syscall.ENOTDIR}
 		}
@@ -418,7 +418,7 @@ func appletRmdir(p *proc) int {
 }
 
 func (p *proc) copyTree(src, dst string, rec bool) error {
-	info, err := p.c.fs.Stat(p.abs(src))
+	info, err := p.FS().Stat(p.abs(src))
 	if err != nil {
 		return fmt.Errorf("can't stat '%s': %s", src, vfs.Strerror(err))
 	}
@@ -429,7 +429,7 @@ func (p *proc) copyTree(src, dst string, rec bool) error {
 		if err := p.MkdirAll(p.abs(dst), info.Mode().Perm()); err != nil {
 			return fmt.Errorf("can't create directory '%s': %s", dst, vfs.Strerror(err))
 		}
-		ents, err := p.c.fs.ReadDir(p.abs(src))
+		ents, err := p.FS().ReadDir(p.abs(src))
 		if err != nil {
 			return fmt.Errorf("can't open '%s': %s", src, vfs.Strerror(err))
 		}
@@ -442,7 +442,7 @@ func (p *proc) copyTree(src, dst string, rec bool) error {
 	}
 	// Streamed, not read whole: `cp /dev/zero f` runs (and fills f) as it would on a kernel,
 	// without holding the copy in memory on the way.
-	in, err := p.c.fs.Open(p.abs(src))
+	in, err := p.FS().Open(p.abs(src))
 	if err != nil {
 		return fmt.Errorf("can't open '%s': %s", src, vfs.Strerror(err))
 	}
@@ -463,7 +463,7 @@ func (p *proc) copyTree(src, dst string, rec bool) error {
 
 // destFor is where src goes when copied or moved to dst (into dst if it is a directory).
 func (p *proc) destFor(src, dst string) string {
-	if info, err := p.c.fs.Stat(p.abs(dst)); err == nil && info.IsDir() {
+	if info, err := p.FS().Stat(p.abs(dst)); err == nil && info.IsDir() {
 		return path.Join(dst, base(src))
 	}
 	return dst
@@ -556,7 +556,7 @@ func appletStat(p *proc) int {
 	}
 	st := 0
 	for _, n := range names {
-		info, err := p.c.fs.Stat(p.abs(n))
+		info, err := p.FS().Stat(p.abs(n))
 		if err != nil {
 			p.errorf("can't stat '%s': %s", n, vfs.Strerror(err))
 			st = 1
@@ -588,7 +588,7 @@ func appletChmod(p *proc) int {
 	v, err := strconv.ParseUint(args[0], 8, 32)
 	if err != nil {
 		// Symbolic modes: only +x/-x/+w/-w/+r/-r for everyone.
-		info, serr := p.c.fs.Stat(p.abs(args[1]))
+		info, serr := p.FS().Stat(p.abs(args[1]))
 		if serr != nil {
 			p.errorf("%s: %s", args[1], vfs.Strerror(serr))
 			return 1
@@ -636,7 +636,7 @@ func appletReadlink(p *proc) int {
 	if opts['f'] != "" {
 		return appletRealpath(p)
 	}
-	t, err := p.c.fs.Readlink(p.abs(args[0]))
+	t, err := p.FS().Readlink(p.abs(args[0]))
 	if err != nil {
 		return 1
 	}
@@ -648,7 +648,7 @@ func appletRealpath(p *proc) int {
 	_, args, _ := flags(p.args[1:], "")
 	st := 0
 	for _, a := range args {
-		real, err := p.c.fs.Realpath(p.abs(a))
+		real, err := p.FS().Realpath(p.abs(a))
 		if err != nil {
 			p.errorf("%s: %s", a, vfs.Strerror(err))
 			st = 1
@@ -662,7 +662,7 @@ func appletRealpath(p *proc) int {
 // readFileBounded is FS.ReadFile failing with errTooBig past maxHeldBytes (a device such as
 // /dev/zero never ends).
 func (p *proc) readFileBounded(name string) ([]byte, error) {
-	rc, err := p.c.fs.Open(name)
+	rc, err := p.FS().Open(name)
 	if err != nil {
 		return nil, err
 	}

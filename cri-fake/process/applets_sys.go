@@ -89,7 +89,7 @@ func (c *container) getHostname() string {
 
 func appletHostname(p *proc) int {
 	opts, args, _ := flags(p.args[1:], "F")
-	h := p.c.getHostname()
+	h := p.Hostname()
 	if len(args) > 0 {
 		if err := p.SetHostname(args[0]); err != nil {
 			p.errorf("sethostname: %s", vfs.Strerror(err))
@@ -101,7 +101,7 @@ func appletHostname(p *proc) int {
 		h, _, _ = strings.Cut(h, ".")
 	}
 	if opts['i'] != "" {
-		data, _ := p.c.fs.ReadFile("/etc/hosts")
+		data, _ := p.FS().ReadFile("/etc/hosts")
 		for _, line := range strings.Split(string(data), "\n") {
 			f := strings.Fields(line)
 			if len(f) > 1 && f[1] == h {
@@ -117,14 +117,14 @@ func appletHostname(p *proc) int {
 }
 
 func (p *proc) identityName() string {
-	if p.t.id.Username != "" {
-		return p.t.id.Username
+	if p.Identity().Username != "" {
+		return p.Identity().Username
 	}
-	return p.userName(p.t.id.UID)
+	return p.userName(p.Identity().UID)
 }
 
 func (p *proc) groups() []int {
-	id := p.t.id
+	id := p.Identity()
 	out := []int{id.GID}
 	seen := map[int]bool{id.GID: true}
 	for _, g := range id.AdditionalGIDs {
@@ -146,7 +146,7 @@ func appletID(p *proc) int {
 		p.errorf("%s: no such user", args[0])
 		return 1
 	}
-	id := p.t.id
+	id := p.Identity()
 	names := opts['n'] != ""
 	show := func(n int, name string) (string, bool) {
 		if !names {
@@ -203,7 +203,7 @@ func appletID(p *proc) int {
 func appletWhoami(p *proc) int {
 	n := p.identityName()
 	if n == "" {
-		p.errorf("unknown uid %d", p.t.id.UID)
+		p.errorf("unknown uid %d", p.Identity().UID)
 		return 1
 	}
 	fmt.Fprintln(p.stdout, n)
@@ -403,8 +403,8 @@ func appletPgrep(p *proc) int {
 		return 2
 	}
 	var hits []ProcessInfo
-	for _, pi := range p.c.processes() {
-		if pi.PID == p.t.pid {
+	for _, pi := range p.Processes() {
+		if pi.PID == p.Pid() {
 			continue // pgrep never reports itself
 		}
 		subject := pi.Name
@@ -439,8 +439,8 @@ func appletPgrep(p *proc) int {
 func appletPidof(p *proc) int {
 	opts, args, _ := flags(p.args[1:], "o")
 	var pids []string
-	for _, pi := range p.c.processes() {
-		if pi.PID == p.t.pid {
+	for _, pi := range p.Processes() {
+		if pi.PID == p.Pid() {
 			continue
 		}
 		for _, name := range args {
@@ -522,7 +522,7 @@ func appletKill(p *proc) int {
 func appletSysctl(p *proc) int {
 	opts, args, _ := flags(p.args[1:], "")
 	if opts['a'] != "" || opts['A'] != "" {
-		sysctls := p.c.fs.Sysctls()
+		sysctls := p.FS().Sysctls()
 		keys := make([]string, 0, len(sysctls))
 		for k := range sysctls {
 			keys = append(keys, k)
@@ -544,7 +544,7 @@ func appletSysctl(p *proc) int {
 			continue
 		}
 		_ = v
-		data, err := p.c.fs.ReadFile("/proc/sys/" + key)
+		data, err := p.FS().ReadFile("/proc/sys/" + key)
 		if err != nil {
 			p.errorf("error: '%s' is an unknown key", k)
 			st = 1
@@ -561,14 +561,14 @@ func appletSysctl(p *proc) int {
 }
 
 func appletNproc(p *proc) int {
-	fmt.Fprintln(p.stdout, p.c.spec.CPUs)
+	fmt.Fprintln(p.stdout, p.CPUs())
 	return 0
 }
 
 func (p *proc) psTable() string {
 	var b strings.Builder
 	b.WriteString("PID   USER     TIME  COMMAND\n")
-	for _, pi := range p.c.processes() {
+	for _, pi := range p.Processes() {
 		u := p.userName(pi.UID)
 		if u == "" {
 			u = strconv.Itoa(pi.UID)
@@ -598,7 +598,7 @@ func appletTop(p *proc) int {
 		iterations, _ = strconv.Atoi(n)
 	}
 	for i := 0; iterations < 0 || i < iterations; i++ {
-		procs := p.c.processes()
+		procs := p.Processes()
 		fmt.Fprintf(p.stdout, "Mem: 2015232K used, 2015232K free\nLoad average: 0.08 0.03 0.01 1/%d 42\n%s", len(procs), p.psTable())
 		if iterations >= 0 && i == iterations-1 {
 			return 0
@@ -617,7 +617,7 @@ func appletUname(p *proc) int {
 	if syscall.Uname(&uts) == nil {
 		release, machine = cstr(uts.Release[:]), cstr(uts.Machine[:])
 	}
-	fields := map[byte]string{'s': "Linux", 'n': p.c.getHostname(), 'r': release, 'v': "#1 SMP", 'm': machine, 'o': "GNU/Linux"}
+	fields := map[byte]string{'s': "Linux", 'n': p.Hostname(), 'r': release, 'v': "#1 SMP", 'm': machine, 'o': "GNU/Linux"}
 	order := "snrvmo"
 	var out []string
 	if opts['a'] != "" {
@@ -652,7 +652,7 @@ func cstr[T int8 | uint8](b []T) string {
 func appletWhich(p *proc) int {
 	st := 0
 	for _, name := range p.args[1:] {
-		exe, err := p.c.lookPath(name, p.env, p.dir)
+		exe, err := p.LookPath(name, p.env, p.dir)
 		if err != nil {
 			st = 1
 			continue
@@ -664,7 +664,7 @@ func appletWhich(p *proc) int {
 
 func appletMount(p *proc) int {
 	if len(p.args) == 1 {
-		data, _ := p.c.fs.ReadFile("/proc/mounts")
+		data, _ := p.FS().ReadFile("/proc/mounts")
 		p.stdout.Write(data)
 		return 0
 	}
@@ -676,7 +676,7 @@ func appletMount(p *proc) int {
 func appletBusybox(p *proc) int {
 	if len(p.args) > 1 {
 		p.args = p.args[1:]
-		if a, ok := p.c.applets.lookup(p.args[0]); ok {
+		if a, ok := p.Applet(p.args[0]); ok {
 			return a(p)
 		}
 		p.errorf("applet not found")
@@ -684,7 +684,7 @@ func appletBusybox(p *proc) int {
 	}
 	fmt.Fprintln(p.stdout, "BusyBox v1.36.1 (plugsim simulation) multi-call binary.")
 	fmt.Fprintln(p.stdout, "Currently defined functions:")
-	fmt.Fprintln(p.stdout, "\t"+strings.Join(p.c.applets.busybox(), ", "))
+	fmt.Fprintln(p.stdout, "\t"+strings.Join(p.BusyboxApplets(), ", "))
 	return 0
 }
 
@@ -692,7 +692,7 @@ func appletBusybox(p *proc) int {
 // INT and TERM end it with 0 like pause.c's handler does.
 func appletPause(p *proc) int {
 	done := make(chan int, 1)
-	p.t.setHandler(func(sig syscall.Signal) bool {
+	p.SetSignalHandler(func(sig syscall.Signal) bool {
 		if sig == syscall.SIGINT || sig == syscall.SIGTERM {
 			fmt.Fprintf(p.stderr, "Shutting down, got signal: %s\n", sigDescription(sig))
 			select {

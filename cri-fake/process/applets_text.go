@@ -543,7 +543,7 @@ func appletTail(p *proc) int {
 					return false
 				case <-time.After(200 * time.Millisecond):
 				}
-				data, err := p.c.fs.ReadFile(p.abs(f))
+				data, err := p.FS().ReadFile(p.abs(f))
 				if err != nil {
 					continue
 				}
@@ -1217,8 +1217,8 @@ func (t *testEval) binary(a, op, b string) (v, ok bool, err error) {
 		}
 		return x >= y, true, nil
 	case "-nt", "-ot", "-ef":
-		sa, ea := t.p.c.fs.Stat(t.p.abs(a))
-		sb, eb := t.p.c.fs.Stat(t.p.abs(b))
+		sa, ea := t.p.FS().Stat(t.p.abs(a))
+		sb, eb := t.p.FS().Stat(t.p.abs(b))
 		if ea != nil || eb != nil {
 			return false, true, nil
 		}
@@ -1235,7 +1235,7 @@ func (t *testEval) binary(a, op, b string) (v, ok bool, err error) {
 
 // unary evaluates -z -n and the file tests; ok is false for an unknown flag.
 func (t *testEval) unary(flag byte, operand string) (v, ok bool) {
-	fsys := t.p.c.fs
+	fsys := t.p.FS()
 	p := t.p.abs(operand)
 	switch flag {
 	case 'z':

@@ -103,7 +103,7 @@ func appletNetstat(p *proc) int {
 		fmt.Fprintln(p.stdout, "Active Internet connections (w/o servers)")
 	}
 	fmt.Fprintf(p.stdout, "%-5s %6s %6s %-23s %-23s %-12s\n", "Proto", "Recv-Q", "Send-Q", "Local Address", "Foreign Address", "State")
-	if p.c.spec.Listen != nil {
+	if !p.KernelNetwork() {
 		return 0
 	}
 	var files [][2]string
@@ -114,7 +114,7 @@ func appletNetstat(p *proc) int {
 		files = append(files, [2]string{"udp", "udp"}, [2]string{"udp6", "udp"})
 	}
 	for _, f := range files {
-		data, err := p.c.readProcNet(f[0])
+		data, err := p.ReadProcNet(f[0])
 		if err != nil {
 			continue
 		}

@@ -70,7 +70,7 @@ func (s *server) run() int {
 	var logMu sync.Mutex
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
-		if healthPaths[r.URL.Path] && !p.c.readiness {
+		if healthPaths[r.URL.Path] && p.ReadinessFailing() {
 			http.Error(rec, "readiness failing (image behaviour)", http.StatusServiceUnavailable)
 		} else {
 			s.handler.ServeHTTP(rec, r)
@@ -83,7 +83,7 @@ func (s *server) run() int {
 	})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	stop := make(chan struct{}, 1)
-	p.t.setHandler(func(sig syscall.Signal) bool {
+	p.SetSignalHandler(func(sig syscall.Signal) bool {
 		switch sig {
 		case syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGWINCH:
 			select {
@@ -129,10 +129,10 @@ func (p *proc) staticFiles(root, serverHeader string) http.Handler {
 			return
 		}
 		fpath := root + "/" + strings.TrimPrefix(r.URL.Path, "/")
-		if st, err := p.c.fs.Stat(fpath); err == nil && st.IsDir() {
+		if st, err := p.FS().Stat(fpath); err == nil && st.IsDir() {
 			fpath = strings.TrimSuffix(fpath, "/") + "/index.html"
 		}
-		data, err := p.c.fs.ReadFile(fpath)
+		data, err := p.FS().ReadFile(fpath)
 		if err != nil {
 			http.Error(w, "404 Not Found", http.StatusNotFound)
 			return
@@ -155,7 +155,7 @@ func (p *proc) configPorts(files []string, def int) []int {
 	var ports []int
 	seen := map[int]bool{}
 	for _, f := range files {
-		data, err := p.c.fs.ReadFile(f)
+		data, err := p.FS().ReadFile(f)
 		if err != nil {
 			continue
 		}
@@ -192,22 +192,20 @@ func appletNginx(p *proc) int {
 	confs := []string{"/etc/nginx/nginx.conf", "/etc/nginx/conf.d/default.conf"}
 	root := "/usr/share/nginx/html"
 	for _, f := range confs {
-		if data, err := p.c.fs.ReadFile(f); err == nil {
+		if data, err := p.FS().ReadFile(f); err == nil {
 			if m := rootRe.FindStringSubmatch(string(data)); m != nil {
 				root = m[1]
 			}
 		}
 	}
 	pidFile := "/var/run/nginx.pid"
-	if err := p.WriteFile(pidFile, []byte(strconv.Itoa(p.t.pid)+"\n"), 0o644); err != nil {
+	if err := p.WriteFile(pidFile, []byte(strconv.Itoa(p.Pid())+"\n"), 0o644); err != nil {
 		fmt.Fprintf(p.stderr, "nginx: [emerg] open() \"%s\" failed (%d: %s)\n", pidFile, errnoOf(err), vfs.Strerror(err))
 		return 1
 	}
-	p.t.setArgv([]string{"nginx: master process " + strings.Join(p.args, " ")})
-	worker, err := p.c.newTask(p.t, []string{"nginx: worker process"}, Identity{UID: 101, GID: 101})
-	if err == nil {
-		worker.setName("nginx")
-		defer worker.exit(0)
+	p.SetArgv([]string{"nginx: master process " + strings.Join(p.args, " ")})
+	if end, err := p.AddWorker([]string{"nginx: worker process"}, Identity{UID: 101, GID: 101}, "nginx"); err == nil {
+		defer end()
 	}
 	s := &server{
 		p:       p,
@@ -251,7 +249,7 @@ func errnoOf(err error) int {
 // appletHttpd serves the htdocs of an httpd image on its Listen ports (default 80).
 func appletHttpd(p *proc) int {
 	conf := "/usr/local/apache2/conf/httpd.conf"
-	fmt.Fprintf(p.stderr, "AH00558: httpd: Could not reliably determine the server's fully qualified domain name, using %s. Set the 'ServerName' directive globally to suppress this message\n", p.c.getHostname())
+	fmt.Fprintf(p.stderr, "AH00558: httpd: Could not reliably determine the server's fully qualified domain name, using %s. Set the 'ServerName' directive globally to suppress this message\n", p.Hostname())
 	s := &server{
 		p:       p,
 		handler: p.staticFiles("/usr/local/apache2/htdocs", "Apache/2.4.39 (Unix)"),
@@ -263,10 +261,10 @@ func appletHttpd(p *proc) int {
 			return fmt.Sprintf("(%d)%s: AH00072: make_sock: could not bind to address [::]:%d\nno listening sockets available, shutting down", errnoOf(err), vfs.Strerror(err), port)
 		},
 	}
-	fmt.Fprintf(p.stderr, "[%s] [mpm_event:notice] [pid %d:tid 1] AH00489: Apache/2.4.39 (Unix) configured -- resuming normal operations\n", time.Now().Format("Mon Jan 02 15:04:05.000000 2006"), p.t.pid)
+	fmt.Fprintf(p.stderr, "[%s] [mpm_event:notice] [pid %d:tid 1] AH00489: Apache/2.4.39 (Unix) configured -- resuming normal operations\n", time.Now().Format("Mon Jan 02 15:04:05.000000 2006"), p.Pid())
 	code := s.run()
 	if code == 0 {
-		fmt.Fprintf(p.stderr, "[%s] [mpm_event:notice] [pid %d:tid 1] AH00491: caught SIGTERM, shutting down\n", time.Now().Format("Mon Jan 02 15:04:05.000000 2006"), p.t.pid)
+		fmt.Fprintf(p.stderr, "[%s] [mpm_event:notice] [pid %d:tid 1] AH00491: caught SIGTERM, shutting down\n", time.Now().Format("Mon Jan 02 15:04:05.000000 2006"), p.Pid())
 	}
 	return code
 }
@@ -299,7 +297,7 @@ func appletAgnhost(p *proc) int {
 		port, _ := strconv.Atoi(longFlag(args, "port", "9376"))
 		s := &server{p: p, ports: []int{port},
 			handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				fmt.Fprint(w, p.c.getHostname())
+				fmt.Fprint(w, p.Hostname())
 			}),
 			bindError: func(port int, err error) string { return fmt.Sprintf("Error from Listen(): %v", err) },
 		}
@@ -325,7 +323,7 @@ func netexec(p *proc, port int) int {
 	})
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.FormValue("msg")) })
 	mux.HandleFunc("/clientip", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.RemoteAddr) })
-	hostname := func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, p.c.getHostname()) }
+	hostname := func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, p.Hostname()) }
 	mux.HandleFunc("/hostname", hostname)
 	mux.HandleFunc("/hostName", hostname)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
@@ -344,7 +342,7 @@ func netexec(p *proc, port int) int {
 		// agnhost answers with the command's whole output; it is kept to ExecSync's bound, so
 		// `/shell?cmd=cat /dev/zero` cannot fill cri-fake's memory.
 		out := &newCappedOutput(MaxExecSyncOutput).stdout
-		exe, err := p.c.lookPath("sh", p.env, p.dir)
+		exe, err := p.LookPath("sh", p.env, p.dir)
 		result := map[string]string{}
 		if err == nil {
 			code, err := p.spawn(exe, []string{"sh", "-c", r.FormValue("cmd")}, p.env, p.dir, io3{in: strings.NewReader(""), out: out, err: out}, false)
@@ -365,7 +363,7 @@ func netexec(p *proc, port int) int {
 	fmt.Fprintf(p.stdout, "Started HTTP server on port %d\n", port)
 	done := make(chan int, 1)
 	go func() {
-		defer p.t.recoverCrash()
+		defer p.RecoverCrash()
 		done <- s.run()
 	}()
 	select {

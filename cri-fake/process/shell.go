@@ -124,7 +124,7 @@ func newShell(p *proc) *shell {
 	s := &shell{
 		p: p, io: io3{in: p.stdin, out: p.stdout, err: p.stderr},
 		vars: map[string]string{}, exported: map[string]bool{}, funcs: map[string]command{},
-		arg0: p.args[0], dir: p.dir, rootPid: p.t.pid,
+		arg0: p.args[0], dir: p.dir, rootPid: p.Pid(),
 		sig:  &sigState{traps: map[string]string{}, pending: make(chan syscall.Signal, 16)},
 		jobs: map[int]*job{}, jobsMu: &sync.Mutex{}, ignoreInt: &atomic.Bool{},
 	}
@@ -137,9 +137,9 @@ func newShell(p *proc) *shell {
 	if _, ok := s.vars["PWD"]; !ok {
 		s.vars["PWD"] = s.dir
 	}
-	s.vars["PPID"] = strconv.Itoa(p.t.ppid)
+	s.vars["PPID"] = strconv.Itoa(p.PPid())
 	s.vars["IFS"] = " \t\n"
-	p.t.setHandler(s.onSignal)
+	p.SetSignalHandler(s.onSignal)
 	return s
 }
 
@@ -280,7 +280,7 @@ func (s *shell) setVar(name, v string) {
 }
 
 func (s *shell) stopped() bool {
-	return s.exitReq || s.retReq || s.brk > 0 || s.cont > 0 || s.p.t.ctx.Err() != nil || (s.broken != nil && s.broken.Load())
+	return s.exitReq || s.retReq || s.brk > 0 || s.cont > 0 || s.p.ctx().Err() != nil || (s.broken != nil && s.broken.Load())
 }
 
 // pipeOut is a pipeline element's output: a write to a pipe whose reader has
@@ -319,30 +319,28 @@ func (s *shell) background(ao *andOr, sio io3) {
 	sub := s.subshell()
 	// A background job is a forked shell: its own process table entry, so
 	// `kill $!` ends it (and whatever it runs).
-	t, err := s.p.c.newTask(s.p.t, s.p.args, s.p.t.id)
+	child, err := s.p.Fork()
 	if err != nil {
 		s.forkFailed(sio)
 		return
 	}
-	child := *s.p
-	child.t = t
-	sub.p = &child
+	sub.p = child
 	pl := ao.first
 	if _, simple := pl.cmds[0].(*simpleCmd); simple && len(ao.rest) == 0 && !pl.bang && len(pl.cmds) == 1 {
 		sub.execTail = true
 	}
 	sub.io = io3{in: strings.NewReader(""), out: sio.out, err: sio.err}
-	j := &job{pid: t.pid, done: make(chan struct{})}
+	j := &job{pid: child.Pid(), done: make(chan struct{})}
 	s.jobsMu.Lock()
 	if len(s.jobs) >= rememberedJobs {
 		s.forgetFinishedJobs()
 	}
-	s.jobs[t.pid] = j
+	s.jobs[child.Pid()] = j
 	s.jobsMu.Unlock()
-	s.lastBg = t.pid
+	s.lastBg = child.Pid()
 	finished := make(chan int, 1)
 	go func() {
-		defer t.recoverCrash()
+		defer child.RecoverCrash()
 		finished <- sub.runAndOr(ao, sub.io)
 	}()
 	go func() {
@@ -352,12 +350,9 @@ func (s *shell) background(ao *andOr, sio io3) {
 			if sub.exitReq {
 				code = sub.exitCode
 			}
-		case <-t.ctx.Done():
+		case <-child.ctx().Done():
 		}
-		if ec, ok := exitCause(t.ctx); ok {
-			code = ec
-		}
-		t.exit(code)
+		code = child.Exit(code)
 		j.code = code
 		close(j.done)
 	}()
@@ -440,9 +435,9 @@ func (s *shell) runPipe(cmds []command, sio io3) int {
 	// ash forks a subshell for every element: each takes a pid slot while it runs, so a
 	// pipeline cannot fork past the pids limit (`f() { f | f; }; f` would double forever).
 	for i := range cmds {
-		if err := s.p.c.fork(); err != nil {
+		if err := s.p.ReservePid(); err != nil {
 			for range i {
-				s.p.c.release()
+				s.p.ReleasePid()
 			}
 			return s.forkFailed(sio)
 		}
@@ -467,7 +462,7 @@ func (s *shell) runPipe(cmds []command, sio io3) int {
 			defer wg.Done()
 			defer func() {
 				if sub.heldSlot {
-					s.p.c.release() // no command took it over
+					s.p.ReleasePid() // no command took it over
 				}
 			}()
 			defer func() {
@@ -482,8 +477,8 @@ func (s *shell) runPipe(cmds []command, sio io3) int {
 			// subshell with 139 (SIGSEGV), not the shell or cri-fake.
 			defer func() {
 				if r := recover(); r != nil {
-					s.p.c.logf("process: pid %d %q: a pipeline subshell crashed on a defect of the simulation and ends with exit code %d: %v\n%s",
-						s.p.t.pid, s.p.t.argvCopy(), crashExitCode, r, debug.Stack())
+					s.p.Logf("process: pid %d %q: a pipeline subshell crashed on a defect of the simulation and ends with exit code %d: %v\n%s",
+						s.p.Pid(), s.p.Argv(), crashExitCode, r, debug.Stack())
 					codes[i] = crashExitCode
 				}
 			}()
@@ -498,7 +493,7 @@ func (s *shell) runPipe(cmds []command, sio io3) int {
 }
 
 func (s *shell) runCommand(c command, sio io3) int {
-	if s.p.t.ctx.Err() != nil {
+	if s.p.ctx().Err() != nil {
 		return s.status
 	}
 	switch c := c.(type) {
@@ -582,7 +577,7 @@ func (s *shell) runCompound(c command, sio io3) int {
 			s.inCond++
 			cst := s.runList(c.cond, sio)
 			s.inCond--
-			if s.exitReq || s.retReq || s.p.t.ctx.Err() != nil {
+			if s.exitReq || s.retReq || s.p.ctx().Err() != nil {
 				return st
 			}
 			if s.brk > 0 {
@@ -689,7 +684,7 @@ func (s *shell) redirect(rs []redir, sio io3) (io3, []io.Closer, error) {
 			}
 			fds[r.fd] = fds[src]
 		case "<", "<>":
-			rc, err := s.p.c.fs.Open(s.p.absIn(s.dir, target))
+			rc, err := s.p.FS().Open(s.p.absIn(s.dir, target))
 			if err != nil {
 				closeAll(closers)
 				return sio, nil, fmt.Errorf("can't open '%s': %s", target, vfs.Strerror(err))
@@ -825,23 +820,20 @@ func (s *shell) runSimple(c *simpleCmd, sio io3) int {
 	if b, ok := shellBuiltins[words[0]]; ok {
 		return b(s, words, rio)
 	}
-	if a, ok := s.p.c.applets.inline(words[0]); ok {
+	if a, ok := s.p.InlineApplet(words[0]); ok {
 		bp := *s.p
 		bp.args, bp.stdin, bp.stdout, bp.stderr, bp.dir = words, rio.in, rio.out, rio.err, s.dir
 		bp.env = s.exportedEnv(tmpEnv)
 		return a(&bp)
 	}
 	env := s.exportedEnv(tmpEnv)
-	exe, err := s.p.c.lookPath(words[0], env, s.dir)
+	exe, err := s.p.LookPath(words[0], env, s.dir)
 	if err != nil {
 		return s.execFailed(words[0], err, rio)
 	}
 	if tail {
 		// The background job's shell becomes the command (exec in the forked child).
-		t := s.p.t
-		t.execAs(words)
-		np := &proc{t: t, c: s.p.c, args: words, env: env, dir: s.dir, stdin: rio.in, stdout: rio.out, stderr: rio.err, tty: s.p.tty, exe: exe}
-		return np.runExecutable()
+		return s.p.Execve(exe, words, env, s.dir, rio).runExecutable()
 	}
 	held := s.heldSlot
 	s.heldSlot = false
@@ -915,7 +907,7 @@ func builtinCd(s *shell, args []string, sio io3) int {
 		printDir = true // `cd -` prints where it went
 	}
 	target := s.p.absIn(s.dir, dir)
-	st, err := s.p.c.fs.Stat(target)
+	st, err := s.p.FS().Stat(target)
 	if err != nil {
 		fmt.Fprintf(sio.err, "%s: cd: can't cd to %s: %s\n", s.arg0, dir, vfs.Strerror(err))
 		return 1
@@ -1190,14 +1182,14 @@ func builtinRead(s *shell, args []string, sio io3) int {
 	}
 	ch := make(chan res, 1)
 	go func() {
-		defer s.p.t.recoverCrash()
+		defer s.p.RecoverCrash()
 		line, err := lineReader{sio.in}.readLine()
 		ch <- res{line, err}
 	}()
 	var r res
 	select {
 	case r = <-ch:
-	case <-s.p.t.ctx.Done():
+	case <-s.p.ctx().Done():
 		return 1
 	}
 	if errors.Is(r.err, errTooBig) {
@@ -1257,7 +1249,7 @@ func builtinWait(s *shell, args []string, sio io3) int {
 			// A trapped signal interrupts wait (POSIX): status 128+sig, then the trap runs.
 			s.sig.pending <- sig
 			return 128 + int(sig)
-		case <-s.p.t.ctx.Done():
+		case <-s.p.ctx().Done():
 			return 1
 		}
 	}
@@ -1298,7 +1290,7 @@ func builtinExec(s *shell, args []string, sio io3) int {
 		return 0
 	}
 	env := s.exportedEnv(nil)
-	exe, err := s.p.c.lookPath(args[1], env, s.dir)
+	exe, err := s.p.LookPath(args[1], env, s.dir)
 	if err != nil {
 		st := s.execFailed(args[1], err, sio)
 		s.exitReq, s.exitCode = true, st
@@ -1314,12 +1306,11 @@ func builtinExec(s *shell, args []string, sio io3) int {
 		s.exitReq, s.exitCode = true, st
 		return st
 	}
-	t := s.p.t
-	t.execAs(args[1:])
-	t.setHandler(nil)
 	// The program replaces the shell: the shell unwinds (exitReq) and the program runs in
 	// its place, from runExecutable's loop, with the files the shell redirected for it.
-	s.p.next = &proc{t: t, c: s.p.c, args: args[1:], env: env, dir: s.dir, stdin: sio.in, stdout: sio.out, stderr: sio.err, tty: s.p.tty, exe: exe}
+	next := s.p.Execve(exe, args[1:], env, s.dir, sio)
+	s.p.SetSignalHandler(nil)
+	s.p.next = next
 	s.exitReq, s.exitCode = true, 0
 	// The shell is gone: no EXIT trap runs after a successful exec.
 	s.sig.mu.Lock()
@@ -1354,7 +1345,7 @@ func builtinType(s *shell, args []string, sio io3) int {
 	st := 0
 	for _, name := range rest {
 		_, isB := shellBuiltins[name]
-		_, isI := s.p.c.applets.inline(name)
+		_, isI := s.p.InlineApplet(name)
 		switch {
 		case isB || isI:
 			if verbose {
@@ -1363,7 +1354,7 @@ func builtinType(s *shell, args []string, sio io3) int {
 				fmt.Fprintln(sio.out, name)
 			}
 		default:
-			exe, err := s.p.c.lookPath(name, s.exportedEnv(nil), s.dir)
+			exe, err := s.p.LookPath(name, s.exportedEnv(nil), s.dir)
 			if err != nil {
 				if verbose {
 					fmt.Fprintf(sio.out, "%s: not found\n", name)
@@ -1481,7 +1472,7 @@ func singleExternal(s *shell, l *list) *simpleCmd {
 	if _, ok := shellBuiltins[name]; ok {
 		return nil
 	}
-	if _, ok := s.p.c.applets.inline(name); ok {
+	if _, ok := s.p.InlineApplet(name); ok {
 		return nil
 	}
 	return sc
@@ -1491,7 +1482,7 @@ func (s *shell) prompt() string {
 	if v, ok := s.vars["PS1"]; ok {
 		return v
 	}
-	if s.p.t.id.UID == 0 {
+	if s.p.Identity().UID == 0 {
 		return s.dir + " # "
 	}
 	return s.dir + " $ "
@@ -1515,14 +1506,14 @@ func (s *shell) interactive() int {
 		}
 		ch := make(chan res, 1)
 		go func() {
-			defer s.p.t.recoverCrash()
+			defer s.p.RecoverCrash()
 			l, err := lr.readLine()
 			ch <- res{l, err}
 		}()
 		var r res
 		select {
 		case r = <-ch:
-		case <-s.p.t.ctx.Done():
+		case <-s.p.ctx().Done():
 			return s.status
 		}
 		if errors.Is(r.err, errTooBig) {
@@ -1556,7 +1547,7 @@ func (s *shell) interactive() int {
 			// A shell error ends the command line, not an interactive shell.
 			s.exitReq, s.aborted = false, false
 		}
-		if s.exitReq || s.p.t.ctx.Err() != nil || r.err != nil {
+		if s.exitReq || s.p.ctx().Err() != nil || r.err != nil {
 			break
 		}
 	}
@@ -1583,5 +1574,5 @@ func (s *shell) loopEnds() bool {
 			return true
 		}
 	}
-	return s.exitReq || s.retReq || s.p.t.ctx.Err() != nil
+	return s.exitReq || s.retReq || s.p.ctx().Err() != nil
 }

@@ -578,7 +578,7 @@ func (s *shell) glob(pattern string) []string {
 				next = append(next, path.Join(c, unescapeGlob(part)))
 				continue
 			}
-			ents, err := s.p.c.fs.ReadDir(s.p.abs(dirOrDot(dir)))
+			ents, err := s.p.FS().ReadDir(s.p.abs(dirOrDot(dir)))
 			if err != nil {
 				continue
 			}
@@ -599,7 +599,7 @@ func (s *shell) glob(pattern string) []string {
 		if abs {
 			p = "/" + c
 		}
-		if _, err := s.p.c.fs.Lstat(s.p.abs(p)); err == nil {
+		if _, err := s.p.FS().Lstat(s.p.abs(p)); err == nil {
 			out = append(out, p)
 		}
 	}

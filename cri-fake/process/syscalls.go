@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
 // The calls in this file are the simulation's system calls: what an applet
@@ -132,4 +134,124 @@ func (p *proc) Dial(ctx context.Context, network, addr string) (net.Conn, error)
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, network, addr)
+}
+
+// Hostname is the container's host name (uname(2)).
+func (p *proc) Hostname() string { return p.c.getHostname() }
+
+// ReadProcNet reads /proc/net/<file> as the container's network namespace
+// shows it.
+func (p *proc) ReadProcNet(file string) ([]byte, error) { return p.c.readProcNet(file) }
+
+// KernelNetwork reports whether the container's network is a kernel
+// namespace (its own or the node's) whose /proc/net lists its sockets; with
+// the runtime's Spec.Listen registry it is not.
+func (p *proc) KernelNetwork() bool { return p.c.spec.Listen == nil }
+
+// Processes lists the processes of the caller's PID namespace (ps, pgrep).
+func (p *proc) Processes() []ProcessInfo { return p.c.processes() }
+
+// CPUs is how many CPUs the container sees (nproc).
+func (p *proc) CPUs() int { return p.c.spec.CPUs }
+
+// ReadinessFailing reports whether the image behaviour makes the container's
+// health endpoints fail.
+func (p *proc) ReadinessFailing() bool { return !p.c.readiness }
+
+// LookPath resolves name as execvp(3) does with env's PATH, from dir.
+func (p *proc) LookPath(name string, env []string, dir string) (vfs.Executable, error) {
+	return p.c.lookPath(name, env, dir)
+}
+
+// AddWorker adds a child process to the table (a server's worker), named
+// name, running as id; end removes it.
+func (p *proc) AddWorker(argv []string, id Identity, name string) (end func(), err error) {
+	w, err := p.c.newTask(p.t, argv, id)
+	if err != nil {
+		return nil, err
+	}
+	w.setName(name)
+	return func() { w.exit(0) }, nil
+}
+
+// Fork is fork(2) for the shell: a child process running the same program,
+// with its own table entry, that shares everything else.
+func (p *proc) Fork() (*proc, error) {
+	t, err := p.c.newTask(p.t, p.args, p.t.id)
+	if err != nil {
+		return nil, err
+	}
+	child := *p
+	child.t = t
+	return &child, nil
+}
+
+// Execve replaces the caller's program (execve(2)): the task takes args as
+// its argv, and the returned proc is what runs in it, exe with args, env and
+// dir on sio. The caller runs it or leaves it in Next.
+func (p *proc) Execve(exe vfs.Executable, args, env []string, dir string, sio io3) *proc {
+	p.t.execAs(args)
+	return &proc{t: p.t, c: p.c, args: args, env: env, dir: dir, stdin: sio.in, stdout: sio.out, stderr: sio.err, tty: p.tty, exe: exe}
+}
+
+// ReservePid takes a pid slot of the container's pids limit for a process
+// the shell forks without a table entry (a pipeline element); ReleasePid
+// gives it back.
+func (p *proc) ReservePid() error { return p.c.fork() }
+
+// ReleasePid gives back a slot ReservePid took.
+func (p *proc) ReleasePid() { p.c.release() }
+
+// Logf reports a defect of the simulation (Spec.Logf).
+func (p *proc) Logf(format string, args ...any) { p.c.logf(format, args...) }
+
+// Identity is who the caller runs as.
+func (p *proc) Identity() Identity { return p.t.id }
+
+// Pid is the caller's pid in its namespace; PPid its parent's.
+func (p *proc) Pid() int { return p.t.pid }
+
+// PPid is the caller's parent's pid.
+func (p *proc) PPid() int { return p.t.ppid }
+
+// Argv is a copy of the caller's argv as the process table shows it.
+func (p *proc) Argv() []string { return p.t.argvCopy() }
+
+// SetArgv changes the caller's argv in the process table (setproctitle).
+func (p *proc) SetArgv(argv []string) { p.t.setArgv(argv) }
+
+// SetSignalHandler installs h for the caller's signals: h reports whether it
+// handled sig (nil: default actions).
+func (p *proc) SetSignalHandler(h func(sig syscall.Signal) bool) { p.t.setHandler(h) }
+
+// RecoverCrash, deferred, ends the caller with CrashExitCode when its code
+// panics, and reports the defect.
+func (p *proc) RecoverCrash() {
+	if r := recover(); r != nil {
+		p.t.crashed(r)
+	}
+}
+
+// Applet is the applet called name in the container's table.
+func (p *proc) Applet(name string) (applet, bool) { return p.c.applets.lookup(name) }
+
+// InlineApplet is the applet called name when the shell runs it without a
+// process of its own.
+func (p *proc) InlineApplet(name string) (applet, bool) { return p.c.applets.inline(name) }
+
+// BusyboxApplets lists the applets of the busybox image's /bin.
+func (p *proc) BusyboxApplets() []string { return p.c.applets.busybox() }
+
+// FS is the container's file system view; reads go to it directly, writes
+// through the calls above.
+func (p *proc) FS() *vfs.FS { return p.c.fs }
+
+// Exit ends the caller's process with code, or with the code of the signal
+// that ended its context (128+N), and returns the code it exited with.
+func (p *proc) Exit(code int) int {
+	if ec, ok := exitCause(p.t.ctx); ok {
+		code = ec
+	}
+	p.t.exit(code)
+	return code
 }
