@@ -1,6 +1,11 @@
 package process
 
-import "sync"
+import (
+	"context"
+	"sync"
+
+	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+)
 
 // appletTable is the one table of applets: every name a simulated executable
 // may run, what runs it, whether the shell runs it inline and whether the
@@ -8,137 +13,94 @@ import "sync"
 // the busybox image's /bin, what `busybox` prints, the shell's inline set, the
 // image behaviour's executables) is derived from it; adding an applet is one
 // row here and its function.
-var appletTable = sync.OnceValue(func() *appletSet {
-	return newAppletSet([]appletRow{
-		{name: "sh", run: appletSh, busybox: true},
-		{name: "ash", run: appletSh, busybox: true},
-		{name: "echo", run: appletEcho, inline: true, busybox: true},
-		{name: "printf", run: appletPrintf, inline: true, busybox: true},
-		{name: "cat", run: appletCat, busybox: true},
-		{name: "sleep", run: appletSleep, busybox: true},
-		{name: "ls", run: appletLs, busybox: true},
-		{name: "mkdir", run: appletMkdir, busybox: true},
-		{name: "touch", run: appletTouch, busybox: true},
-		{name: "rm", run: appletRm, busybox: true},
-		{name: "cp", run: appletCp, busybox: true},
-		{name: "mv", run: appletMv, busybox: true},
-		{name: "hostname", run: appletHostname, busybox: true},
-		{name: "id", run: appletID, busybox: true},
-		{name: "whoami", run: appletWhoami, busybox: true},
-		{name: "env", run: appletEnv, busybox: true},
-		{name: "printenv", run: appletPrintenv, busybox: true},
-		{name: "pwd", run: appletPwd, busybox: true},
-		{name: "test", run: appletTest, inline: true, busybox: true},
-		{name: "[", run: appletTest, inline: true, busybox: true},
-		{name: "[[", run: appletTest, inline: true, busybox: true},
-		{name: "true", run: appletTrue, inline: true, busybox: true},
-		{name: "false", run: appletFalse, inline: true, busybox: true},
-		{name: "grep", run: appletGrep, busybox: true},
-		{name: "egrep", run: appletGrep, busybox: true},
-		{name: "fgrep", run: appletGrep, busybox: true},
-		{name: "wc", run: appletWc, busybox: true},
-		{name: "head", run: appletHead, busybox: true},
-		{name: "tail", run: appletTail, busybox: true},
-		{name: "date", run: appletDate, busybox: true},
-		{name: "pgrep", run: appletPgrep, busybox: true},
-		{name: "pidof", run: appletPidof, busybox: true},
-		{name: "kill", run: appletKill, inline: true, busybox: true},
-		{name: "sysctl", run: appletSysctl, busybox: true},
-		{name: "nproc", run: appletNproc, busybox: true},
-		{name: "top", run: appletTop, busybox: true},
-		{name: "seq", run: appletSeq, busybox: true},
-		{name: "sync", run: appletTrue, busybox: true},
-		{name: "uname", run: appletUname, busybox: true},
-		{name: "basename", run: appletBasename, busybox: true},
-		{name: "dirname", run: appletDirname, busybox: true},
-		{name: "which", run: appletWhich, busybox: true},
-		{name: "ps", run: appletPs, busybox: true},
-		{name: "tee", run: appletTee, busybox: true},
-		{name: "ln", run: appletLn, busybox: true},
-		{name: "rmdir", run: appletRmdir, busybox: true},
-		{name: "stat", run: appletStat, busybox: true},
-		{name: "sort", run: appletSort, busybox: true},
-		{name: "tr", run: appletTr, busybox: true},
-		{name: "cut", run: appletCut, busybox: true},
-		{name: "yes", run: appletYes, busybox: true},
-		{name: "chmod", run: appletChmod, busybox: true},
-		{name: "readlink", run: appletReadlink, busybox: true},
-		{name: "realpath", run: appletRealpath, busybox: true},
-		{name: "md5sum", run: appletMd5sum, busybox: true},
-		{name: "netstat", run: appletNetstat, busybox: true},
-		{name: "mount", run: appletMount, busybox: true},
-		{name: "wget", run: appletWget, busybox: true},
-		{name: "bash", run: appletSh},
-		{name: "busybox", run: appletBusybox},
-		{name: "pause", run: appletPause},
-		{name: "program", run: appletProgram},
-		{name: "nginx", run: appletNginx},
-		{name: "httpd", run: appletHttpd},
-		{name: "httpd-foreground", run: appletHttpd},
-		{name: "agnhost", run: appletAgnhost},
-	})
-})
+var appletTable = sync.OnceValue(func() *kernel.AppletSet { return kernel.NewAppletSet(appletRows()) })
 
-// appletRow is one applet of the table.
-type appletRow struct {
-	name string
-	run  applet
-	// inline applets run inside the shell without a new process, as busybox
-	// ash runs its builtins (so `pgrep echo` never sees them).
-	inline bool
-	// busybox applets are linked into /bin of the busybox base image and
-	// listed by the busybox applet, in the table's order.
-	busybox bool
-}
-
-// appletSet is the table indexed by name. A container keeps the one it was
-// started with, so the applets reach it through their process, not through
-// a package variable (which would make an initialisation cycle sh -> table -> sh).
-type appletSet struct {
-	rows   []appletRow
-	byName map[string]*appletRow
-}
-
-func newAppletSet(rows []appletRow) *appletSet {
-	s := &appletSet{rows: rows, byName: make(map[string]*appletRow, len(rows))}
-	for i := range rows {
-		s.byName[rows[i].name] = &rows[i]
+// appletRows is the table's rows.
+func appletRows() []kernel.Applet {
+	return []kernel.Applet{
+		{Name: "sh", Run: appletSh, Busybox: true},
+		{Name: "ash", Run: appletSh, Busybox: true},
+		{Name: "echo", Run: appletEcho, Inline: true, Busybox: true},
+		{Name: "printf", Run: appletPrintf, Inline: true, Busybox: true},
+		{Name: "cat", Run: appletCat, Busybox: true},
+		{Name: "sleep", Run: appletSleep, Busybox: true},
+		{Name: "ls", Run: appletLs, Busybox: true},
+		{Name: "mkdir", Run: appletMkdir, Busybox: true},
+		{Name: "touch", Run: appletTouch, Busybox: true},
+		{Name: "rm", Run: appletRm, Busybox: true},
+		{Name: "cp", Run: appletCp, Busybox: true},
+		{Name: "mv", Run: appletMv, Busybox: true},
+		{Name: "hostname", Run: appletHostname, Busybox: true},
+		{Name: "id", Run: appletID, Busybox: true},
+		{Name: "whoami", Run: appletWhoami, Busybox: true},
+		{Name: "env", Run: appletEnv, Busybox: true},
+		{Name: "printenv", Run: appletPrintenv, Busybox: true},
+		{Name: "pwd", Run: appletPwd, Busybox: true},
+		{Name: "test", Run: appletTest, Inline: true, Busybox: true},
+		{Name: "[", Run: appletTest, Inline: true, Busybox: true},
+		{Name: "[[", Run: appletTest, Inline: true, Busybox: true},
+		{Name: "true", Run: appletTrue, Inline: true, Busybox: true},
+		{Name: "false", Run: appletFalse, Inline: true, Busybox: true},
+		{Name: "grep", Run: appletGrep, Busybox: true},
+		{Name: "egrep", Run: appletGrep, Busybox: true},
+		{Name: "fgrep", Run: appletGrep, Busybox: true},
+		{Name: "wc", Run: appletWc, Busybox: true},
+		{Name: "head", Run: appletHead, Busybox: true},
+		{Name: "tail", Run: appletTail, Busybox: true},
+		{Name: "date", Run: appletDate, Busybox: true},
+		{Name: "pgrep", Run: appletPgrep, Busybox: true},
+		{Name: "pidof", Run: appletPidof, Busybox: true},
+		{Name: "kill", Run: appletKill, Inline: true, Busybox: true},
+		{Name: "sysctl", Run: appletSysctl, Busybox: true},
+		{Name: "nproc", Run: appletNproc, Busybox: true},
+		{Name: "top", Run: appletTop, Busybox: true},
+		{Name: "seq", Run: appletSeq, Busybox: true},
+		{Name: "sync", Run: appletTrue, Busybox: true},
+		{Name: "uname", Run: appletUname, Busybox: true},
+		{Name: "basename", Run: appletBasename, Busybox: true},
+		{Name: "dirname", Run: appletDirname, Busybox: true},
+		{Name: "which", Run: appletWhich, Busybox: true},
+		{Name: "ps", Run: appletPs, Busybox: true},
+		{Name: "tee", Run: appletTee, Busybox: true},
+		{Name: "ln", Run: appletLn, Busybox: true},
+		{Name: "rmdir", Run: appletRmdir, Busybox: true},
+		{Name: "stat", Run: appletStat, Busybox: true},
+		{Name: "sort", Run: appletSort, Busybox: true},
+		{Name: "tr", Run: appletTr, Busybox: true},
+		{Name: "cut", Run: appletCut, Busybox: true},
+		{Name: "yes", Run: appletYes, Busybox: true},
+		{Name: "chmod", Run: appletChmod, Busybox: true},
+		{Name: "readlink", Run: appletReadlink, Busybox: true},
+		{Name: "realpath", Run: appletRealpath, Busybox: true},
+		{Name: "md5sum", Run: appletMd5sum, Busybox: true},
+		{Name: "netstat", Run: appletNetstat, Busybox: true},
+		{Name: "mount", Run: appletMount, Busybox: true},
+		{Name: "wget", Run: appletWget, Busybox: true},
+		{Name: "bash", Run: appletSh},
+		{Name: "busybox", Run: appletBusybox},
+		{Name: "pause", Run: appletPause},
+		{Name: "program", Run: appletProgram},
+		{Name: "nginx", Run: appletNginx},
+		{Name: "httpd", Run: appletHttpd},
+		{Name: "httpd-foreground", Run: appletHttpd},
+		{Name: "agnhost", Run: appletAgnhost},
 	}
-	return s
 }
 
-// lookup is the applet called name.
-func (s *appletSet) lookup(name string) (applet, bool) {
-	if r := s.byName[name]; r != nil {
-		return r.run, true
-	}
-	return nil, false
-}
+// Applets lists the applet names an image's executables may run.
+func Applets() []string { return appletTable().Names() }
 
-// inline is the applet called name when the shell runs it without a process.
-func (s *appletSet) inline(name string) (applet, bool) {
-	if r := s.byName[name]; r != nil && r.inline {
-		return r.run, true
-	}
-	return nil, false
-}
-
-// names lists every applet name, in the table's order.
-func (s *appletSet) names() []string {
-	out := make([]string, len(s.rows))
-	for i, r := range s.rows {
-		out[i] = r.name
-	}
-	return out
-}
-
-// busybox lists the applets of the busybox image's /bin, in the table's order.
-func (s *appletSet) busybox() []string {
-	var out []string
-	for _, r := range s.rows {
-		if r.busybox {
-			out = append(out, r.name)
+// Start runs spec's command as a container's main process (pid 1). It fails
+// with an *ExecError when the executable cannot be found or run, which
+// containerd reports from StartContainer. ctx bounds only the start itself: the
+// process lives until it exits or is signalled.
+func Start(ctx context.Context, spec kernel.Spec) (*kernel.Process, error) {
+	if spec.FS == nil && ctx.Err() == nil {
+		f, err := NewFS(FSConfig{Hostname: spec.Hostname})
+		if err != nil {
+			return nil, err
 		}
+		spec.FS = f
 	}
-	return out
+	return kernel.StartWith(ctx, spec, appletTable())
 }

@@ -11,15 +11,14 @@ import (
 // shell's inline set (`type` calls those builtins) and the executables an
 // image behaviour may name.
 func TestAppletTableDrivesEverything(t *testing.T) {
-	table := appletTable()
 	var names, busybox, inline []string
-	for _, r := range table.rows {
-		names = append(names, r.name)
-		if r.busybox {
-			busybox = append(busybox, r.name)
+	for _, r := range appletRows() {
+		names = append(names, r.Name)
+		if r.Busybox {
+			busybox = append(busybox, r.Name)
 		}
-		if r.inline {
-			inline = append(inline, r.name)
+		if r.Inline {
+			inline = append(inline, r.Name)
 		}
 	}
 	if sorted := slices.Sorted(slices.Values(names)); len(slices.Compact(sorted)) != len(names) {
@@ -45,14 +44,14 @@ func TestAppletTableDrivesEverything(t *testing.T) {
 		t.Errorf("busybox printed %q (code %d), want it to end with %q", out, code, want)
 	}
 
-	for _, r := range table.rows {
-		out, _, _ := sh(t, nil, "type "+r.name)
-		_, shellBuiltin := shellBuiltins[r.name]
-		if builtin := strings.Contains(out, "shell builtin"); builtin != (r.inline || shellBuiltin) {
-			t.Errorf("type %s = %q; inline in the table: %v", r.name, out, r.inline)
+	for _, r := range appletRows() {
+		out, _, _ := sh(t, nil, "type "+r.Name)
+		_, shellBuiltin := shellBuiltins[r.Name]
+		if builtin := strings.Contains(out, "shell builtin"); builtin != (r.Inline || shellBuiltin) {
+			t.Errorf("type %s = %q; inline in the table: %v", r.Name, out, r.Inline)
 		}
-		if _, err := ImageLayer(ImageConfig{Behavior: []byte(`{"executables": {"/usr/bin/x": "` + r.name + `"}}`)}); err != nil {
-			t.Errorf("image behaviour executable %q: %v", r.name, err)
+		if _, err := ImageLayer(ImageConfig{Behavior: []byte(`{"executables": {"/usr/bin/x": "` + r.Name + `"}}`)}); err != nil {
+			t.Errorf("image behaviour executable %q: %v", r.Name, err)
 		}
 	}
 	if _, err := ImageLayer(ImageConfig{Behavior: []byte(`{"executables": {"/usr/bin/x": "nosuchapplet"}}`)}); err == nil {

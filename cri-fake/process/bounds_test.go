@@ -42,14 +42,14 @@ func TestInitImmuneFromInside(t *testing.T) {
 			}
 			// Delivery is synchronous: the kill applet has cancelled whatever it
 			// terminated before ExecSync returned.
-			if cause := p.t.ctx.Err(); cause != nil {
+			if cause := p.Ended(); cause != nil {
 				t.Fatalf("%q from an exec ended pid 1: %v", tc.cmd, cause)
 			}
 			if tc.sibling {
 				if code := bg.Wait(); code != 128+9 && code != 128+15 {
 					t.Errorf("%q: the sibling exec ended with %d, want 137 or 143", tc.cmd, code)
 				}
-			} else if bg.t.ctx.Err() != nil {
+			} else if bg.Ended() != nil {
 				t.Errorf("%q: the sibling exec ended too", tc.cmd)
 			}
 			// From outside, the stop still works.
@@ -63,11 +63,7 @@ func TestInitImmuneFromInside(t *testing.T) {
 	// A handler pid 1 installed does get the signal from inside.
 	var out syncBuffer
 	p := startProc(t, Spec{Args: []string{"sh", "-c", "trap 'echo got USR1; exit 3' USR1; while true; do sleep 0.1; done"}, Stdout: &out, FS: newFS(t, FSConfig{})})
-	waitFor(t, "the trap", func() bool {
-		p.t.mu.Lock()
-		defer p.t.mu.Unlock()
-		return p.t.handler != nil
-	})
+	waitFor(t, "the trap", p.HasSignalHandler)
 	if _, _, code, err := p.ExecSync(context.Background(), []string{"kill", "-USR1", "1"}, 0); err != nil || code != 0 {
 		t.Fatalf("kill -USR1 1: code %d, %v", code, err)
 	}

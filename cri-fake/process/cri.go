@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plugsim/plugsim/cri-fake/process/kernel"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -48,7 +49,7 @@ func ImageLayer(img ImageConfig) (*vfs.Layer, error) {
 		layer.AddFile(p, []byte(content), 0o644)
 	}
 	for p, applet := range ib.Executables {
-		if _, ok := appletTable().lookup(applet); !ok {
+		if _, ok := appletTable().Lookup(applet); !ok {
 			return nil, fmt.Errorf("image behavior executables: %s: unknown applet %q", p, applet)
 		}
 		layer.AddApplet(p, applet)
@@ -119,10 +120,10 @@ func ParseImageBehaviour(raw json.RawMessage) (ImageBehaviour, error) {
 }
 
 // Behaviour converts the catalog form into Spec.Behaviour.
-func (b ImageBehaviour) Behaviour() (Behaviour, error) {
-	out := Behaviour{CrashOnStart: b.CrashOnStart, LinesPerSecond: b.LinesPerSecond, FailReadiness: b.FailReadiness, MemoryBytes: b.MemoryBytes}
+func (b ImageBehaviour) Behaviour() (kernel.Behaviour, error) {
+	out := kernel.Behaviour{CrashOnStart: b.CrashOnStart, LinesPerSecond: b.LinesPerSecond, FailReadiness: b.FailReadiness, MemoryBytes: b.MemoryBytes}
 	if b.ExitCode != nil || b.ExitAfter != "" {
-		e := &ExitBehaviour{}
+		e := &kernel.ExitBehaviour{}
 		if b.ExitCode != nil {
 			e.Code = *b.ExitCode
 		}
@@ -266,8 +267,8 @@ func memberGroups(fsys *vfs.FS, user string) []int {
 // run_as_group, the user spec ("uid:gid"), or the user's /etc/passwd entry;
 // supplemental groups are the /etc/group memberships of the user plus the
 // requested ones. Capabilities follow EffectiveCapabilities.
-func ResolveIdentity(fsys *vfs.FS, imageUser string, sc *runtimeapi.LinuxContainerSecurityContext) (Identity, error) {
-	var id Identity
+func ResolveIdentity(fsys *vfs.FS, imageUser string, sc *runtimeapi.LinuxContainerSecurityContext) (kernel.Identity, error) {
+	var id kernel.Identity
 	userSpec := imageUser
 	if sc.GetRunAsUser() != nil {
 		userSpec = strconv.FormatInt(sc.GetRunAsUser().GetValue(), 10)
@@ -331,7 +332,7 @@ func ResolveIdentity(fsys *vfs.FS, imageUser string, sc *runtimeapi.LinuxContain
 	}
 	id.Privileged = sc.GetPrivileged()
 	id.NoNewPrivs = sc.GetNoNewPrivs()
-	id.Capabilities = EffectiveCapabilities(sc.GetCapabilities().GetAddCapabilities(), sc.GetCapabilities().GetDropCapabilities(), sc.GetPrivileged())
+	id.Capabilities = kernel.EffectiveCapabilities(sc.GetCapabilities().GetAddCapabilities(), sc.GetCapabilities().GetDropCapabilities(), sc.GetPrivileged())
 	return id, nil
 }
 
@@ -343,8 +344,8 @@ func ResolveIdentity(fsys *vfs.FS, imageUser string, sc *runtimeapi.LinuxContain
 // NetNS or Listen, and calls Start. Errors are what containerd reports at
 // CreateContainer (unknown user, run_as_group without a user, a missing
 // host path).
-func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConfig, img ImageConfig, podIPs []string) (Spec, error) {
-	var spec Spec
+func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConfig, img ImageConfig, podIPs []string) (kernel.Spec, error) {
+	var spec kernel.Spec
 	ib, err := ParseImageBehaviour(img.Behavior)
 	if err != nil {
 		return spec, err
@@ -425,7 +426,7 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 	}
 	spec.Hostname = hostname
 	spec.TTY = cfg.GetTty()
-	spec.PidsLimit = PidsLimit(cfg.GetLinux().GetResources())
+	spec.PidsLimit = kernel.PidsLimit(cfg.GetLinux().GetResources())
 	return spec, nil
 }
 

@@ -30,7 +30,7 @@ func BaseLayer(name string) *vfs.Layer {
 	l.AddDir("/var/spool/mail", 0o755)
 	l.AddDir("/var/www", 0o755)
 	l.AddApplet("/bin/busybox", "busybox")
-	for _, a := range appletTable().busybox() {
+	for _, a := range appletTable().Busybox() {
 		l.AddApplet("/bin/"+a, a)
 	}
 	addEtc(l)

@@ -1,12 +1,18 @@
 package process
 
 import (
+	"context"
+	"net"
+
 	"github.com/plugsim/plugsim/cri-fake/process/containerio"
+	"github.com/plugsim/plugsim/cri-fake/process/kernel"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// The runtime imports only this package: what it wires around a process
-// (the CRI log file, attach) lives in containerio and is named here too.
+// The runtime imports only this package: the process itself (package
+// kernel), its file system view (vfs) and what it wires around a process (the
+// CRI log file, attach: containerio) are named here too.
 type (
 	// LogWriter writes a container's CRI log file (containerio.LogWriter).
 	LogWriter = containerio.LogWriter
@@ -56,4 +62,61 @@ func NewFS(cfg FSConfig) (*FS, error) {
 		cfg.Image = BaseLayer("busybox")
 	}
 	return vfs.NewFS(cfg)
+}
+
+// The simulated process (package kernel).
+type (
+	Spec          = kernel.Spec
+	Process       = kernel.Process
+	ExecSpec      = kernel.ExecSpec
+	ExecError     = kernel.ExecError
+	Identity      = kernel.Identity
+	Behaviour     = kernel.Behaviour
+	ExitBehaviour = kernel.ExitBehaviour
+	PIDNamespace  = kernel.PIDNamespace
+	ProcessInfo   = kernel.ProcessInfo
+	Stats         = kernel.Stats
+)
+
+// Bounds of a container's processes and of ExecSync's output.
+const (
+	DefaultPidsLimit  = kernel.DefaultPidsLimit
+	MaxPidsLimit      = kernel.MaxPidsLimit
+	MaxExecSyncOutput = kernel.MaxExecSyncOutput
+)
+
+// The errors of Start, Exec and ExecSync.
+var (
+	ErrNotFound    = kernel.ErrNotFound
+	ErrNotRunning  = kernel.ErrNotRunning
+	ErrExecTimeout = kernel.ErrExecTimeout
+)
+
+// NewPIDNamespace is a PID namespace to share between containers (kernel.NewPIDNamespace).
+func NewPIDNamespace() *PIDNamespace { return kernel.NewPIDNamespace() }
+
+// PidsLimit is the pids limit a container's resources ask for (kernel.PidsLimit).
+func PidsLimit(r *runtimeapi.LinuxContainerResources) int { return kernel.PidsLimit(r) }
+
+// DefaultCapabilities is containerd's default capability set (kernel.DefaultCapabilities).
+func DefaultCapabilities() []string { return kernel.DefaultCapabilities() }
+
+// EffectiveCapabilities applies add and drop to the default set (kernel.EffectiveCapabilities).
+func EffectiveCapabilities(add, drop []string, privileged bool) []string {
+	return kernel.EffectiveCapabilities(add, drop, privileged)
+}
+
+// Lookup reports whether args[0] can be run in fsys (kernel.Lookup).
+func Lookup(fsys *FS, args, env []string, workingDir string) error {
+	return kernel.Lookup(fsys, args, env, workingDir)
+}
+
+// ListenInNetNS listens inside the network namespace at nsPath (kernel.ListenInNetNS).
+func ListenInNetNS(nsPath, network, address string) (net.Listener, error) {
+	return kernel.ListenInNetNS(nsPath, network, address)
+}
+
+// DialInNetNS connects from inside the network namespace at nsPath (kernel.DialInNetNS).
+func DialInNetNS(ctx context.Context, nsPath, network, address string) (net.Conn, error) {
+	return kernel.DialInNetNS(ctx, nsPath, network, address)
 }

@@ -14,14 +14,9 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/plugsim/plugsim/cri-fake/process/kernel"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
-
-type io3 struct {
-	in  io.Reader
-	out io.Writer
-	err io.Writer
-}
 
 // sigState is what a shell and its subshells share about signals.
 type sigState struct {
@@ -38,8 +33,8 @@ type job struct {
 
 // shell interprets the sh subset for one sh process (and its subshells).
 type shell struct {
-	p        *proc
-	io       io3
+	p        *kernel.Proc
+	io       kernel.Stdio
 	vars     map[string]string
 	exported map[string]bool
 	funcs    map[string]command
@@ -94,9 +89,9 @@ const maxNest = 1000
 
 // enter counts one more level of nesting of kind ("function", "eval", "source") for name; at
 // maxNest it reports the error, aborts the shell and returns false. leave undoes it.
-func (s *shell) enter(sio io3, name, kind string) bool {
+func (s *shell) enter(sio kernel.Stdio, name, kind string) bool {
 	if s.nest >= maxNest {
-		fmt.Fprintf(sio.err, "%s: %s: maximum %s nesting level exceeded (%d)\n", s.arg0, name, kind, maxNest)
+		fmt.Fprintf(sio.Err, "%s: %s: maximum %s nesting level exceeded (%d)\n", s.arg0, name, kind, maxNest)
 		s.abort(1)
 		return false
 	}
@@ -114,21 +109,21 @@ func (s *shell) abort(code int) {
 }
 
 // forkFailed is ash's "can't fork" when the container is at its pids limit: a shell error.
-func (s *shell) forkFailed(sio io3) int {
-	fmt.Fprintf(sio.err, "%s: can't fork: %s\n", s.arg0, errForkText)
+func (s *shell) forkFailed(sio kernel.Stdio) int {
+	fmt.Fprintf(sio.Err, "%s: can't fork: %s\n", s.arg0, kernel.ErrForkText)
 	s.abort(2)
 	return 2
 }
 
-func newShell(p *proc) *shell {
+func newShell(p *kernel.Proc) *shell {
 	s := &shell{
-		p: p, io: io3{in: p.stdin, out: p.stdout, err: p.stderr},
+		p: p, io: kernel.Stdio{In: p.Stdin, Out: p.Stdout, Err: p.Stderr},
 		vars: map[string]string{}, exported: map[string]bool{}, funcs: map[string]command{},
-		arg0: p.args[0], dir: p.dir, rootPid: p.Pid(),
+		arg0: p.Args[0], dir: p.Dir, rootPid: p.Pid(),
 		sig:  &sigState{traps: map[string]string{}, pending: make(chan syscall.Signal, 16)},
 		jobs: map[int]*job{}, jobsMu: &sync.Mutex{}, ignoreInt: &atomic.Bool{},
 	}
-	for _, kv := range p.env {
+	for _, kv := range p.Env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			s.vars[k] = v
 			s.exported[k] = true
@@ -241,7 +236,7 @@ func (s *shell) runPendingTraps() {
 	}
 }
 
-func (s *shell) runExitTrap(sio io3) {
+func (s *shell) runExitTrap(sio kernel.Stdio) {
 	if s.sub {
 		return
 	}
@@ -260,10 +255,10 @@ func (s *shell) runExitTrap(sio io3) {
 	}
 }
 
-func (s *shell) evalString(src string, sio io3) int {
+func (s *shell) evalString(src string, sio kernel.Stdio) int {
 	l, err := parseScript(src)
 	if err != nil {
-		fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+		fmt.Fprintf(sio.Err, "%s: %v\n", s.arg0, err)
 		s.status = 2
 		return 2
 	}
@@ -280,7 +275,7 @@ func (s *shell) setVar(name, v string) {
 }
 
 func (s *shell) stopped() bool {
-	return s.exitReq || s.retReq || s.brk > 0 || s.cont > 0 || s.p.ctx().Err() != nil || (s.broken != nil && s.broken.Load())
+	return s.exitReq || s.retReq || s.brk > 0 || s.cont > 0 || s.p.Ctx().Err() != nil || (s.broken != nil && s.broken.Load())
 }
 
 // pipeOut is a pipeline element's output: a write to a pipe whose reader has
@@ -299,7 +294,7 @@ func (p *pipeOut) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func (s *shell) runList(l *list, sio io3) int {
+func (s *shell) runList(l *list, sio kernel.Stdio) int {
 	for i, ao := range l.items {
 		if s.stopped() {
 			break
@@ -315,7 +310,7 @@ func (s *shell) runList(l *list, sio io3) int {
 	return s.status
 }
 
-func (s *shell) background(ao *andOr, sio io3) {
+func (s *shell) background(ao *andOr, sio kernel.Stdio) {
 	sub := s.subshell()
 	// A background job is a forked shell: its own process table entry, so
 	// `kill $!` ends it (and whatever it runs).
@@ -329,7 +324,7 @@ func (s *shell) background(ao *andOr, sio io3) {
 	if _, simple := pl.cmds[0].(*simpleCmd); simple && len(ao.rest) == 0 && !pl.bang && len(pl.cmds) == 1 {
 		sub.execTail = true
 	}
-	sub.io = io3{in: strings.NewReader(""), out: sio.out, err: sio.err}
+	sub.io = kernel.Stdio{In: strings.NewReader(""), Out: sio.Out, Err: sio.Err}
 	j := &job{pid: child.Pid(), done: make(chan struct{})}
 	s.jobsMu.Lock()
 	if len(s.jobs) >= rememberedJobs {
@@ -350,7 +345,7 @@ func (s *shell) background(ao *andOr, sio io3) {
 			if sub.exitReq {
 				code = sub.exitCode
 			}
-		case <-child.ctx().Done():
+		case <-child.Ctx().Done():
 		}
 		code = child.Exit(code)
 		j.code = code
@@ -380,7 +375,7 @@ func (s *shell) forgetFinishedJobs() {
 	}
 }
 
-func (s *shell) runAndOr(ao *andOr, sio io3) int {
+func (s *shell) runAndOr(ao *andOr, sio kernel.Stdio) int {
 	condDepth := s.inCond
 	if len(ao.rest) > 0 {
 		s.inCond++
@@ -410,7 +405,7 @@ func (s *shell) runAndOr(ao *andOr, sio io3) int {
 	return st
 }
 
-func (s *shell) runPipeline(pl *pipeline, sio io3) int {
+func (s *shell) runPipeline(pl *pipeline, sio kernel.Stdio) int {
 	if pl.bang {
 		s.inCond++
 		defer func() { s.inCond-- }()
@@ -430,7 +425,7 @@ func (s *shell) runPipeline(pl *pipeline, sio io3) int {
 // runPipe runs each command of a pipeline in a subshell, connected by pipes.
 // When a reader ends, its pipe is closed so the writer gets EPIPE, as head(1)
 // ends an endless producer.
-func (s *shell) runPipe(cmds []command, sio io3) int {
+func (s *shell) runPipe(cmds []command, sio kernel.Stdio) int {
 	n := len(cmds)
 	// ash forks a subshell for every element: each takes a pid slot while it runs, so a
 	// pipeline cannot fork past the pids limit (`f() { f | f; }; f` would double forever).
@@ -444,9 +439,9 @@ func (s *shell) runPipe(cmds []command, sio io3) int {
 	}
 	codes := make([]int, n)
 	var wg sync.WaitGroup
-	in := sio.in
+	in := sio.In
 	for i, c := range cmds {
-		cio := io3{in: in, out: sio.out, err: sio.err}
+		cio := kernel.Stdio{In: in, Out: sio.Out, Err: sio.Err}
 		var pw *io.PipeWriter
 		var pr *io.PipeReader
 		sub := s.subshell()
@@ -454,11 +449,11 @@ func (s *shell) runPipe(cmds []command, sio io3) int {
 		if i < n-1 {
 			pr, pw = io.Pipe()
 			sub.broken = &atomic.Bool{}
-			cio.out = &pipeOut{w: pw, broken: sub.broken}
+			cio.Out = &pipeOut{w: pw, broken: sub.broken}
 			in = pr
 		}
 		wg.Add(1)
-		go func(i int, c command, cio io3, pw *io.PipeWriter, myIn io.Reader) {
+		go func(i int, c command, cio kernel.Stdio, pw *io.PipeWriter, myIn io.Reader) {
 			defer wg.Done()
 			defer func() {
 				if sub.heldSlot {
@@ -478,22 +473,22 @@ func (s *shell) runPipe(cmds []command, sio io3) int {
 			defer func() {
 				if r := recover(); r != nil {
 					s.p.Logf("process: pid %d %q: a pipeline subshell crashed on a defect of the simulation and ends with exit code %d: %v\n%s",
-						s.p.Pid(), s.p.Argv(), crashExitCode, r, debug.Stack())
-					codes[i] = crashExitCode
+						s.p.Pid(), s.p.Argv(), kernel.CrashExitCode, r, debug.Stack())
+					codes[i] = kernel.CrashExitCode
 				}
 			}()
 			codes[i] = sub.runCommand(c, cio)
 			if sub.exitReq {
 				codes[i] = sub.exitCode
 			}
-		}(i, c, cio, pw, cio.in)
+		}(i, c, cio, pw, cio.In)
 	}
 	wg.Wait()
 	return codes[n-1]
 }
 
-func (s *shell) runCommand(c command, sio io3) int {
-	if s.p.ctx().Err() != nil {
+func (s *shell) runCommand(c command, sio kernel.Stdio) int {
+	if s.p.Ctx().Err() != nil {
 		return s.status
 	}
 	switch c := c.(type) {
@@ -515,8 +510,8 @@ func (s *shell) runCommand(c command, sio io3) int {
 
 // redirectFailed reports a redirection that could not be made: the command fails with 1, or,
 // for a syntax error in a here-document (which ash finds while parsing), the shell aborts with 2.
-func (s *shell) redirectFailed(sio io3, err error) int {
-	fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+func (s *shell) redirectFailed(sio kernel.Stdio, err error) int {
+	fmt.Fprintf(sio.Err, "%s: %v\n", s.arg0, err)
 	var se *syntaxError
 	if errors.As(err, &se) {
 		s.abort(2)
@@ -528,20 +523,14 @@ func (s *shell) redirectFailed(sio io3, err error) int {
 // closeAll closes the files of a redirection once its command is done; when the shell exec'd a
 // program meanwhile, the program owns them (an exec'd process inherits its file descriptors).
 func (s *shell) closeAll(cs []io.Closer) {
-	if s.p.next != nil {
-		s.p.next.inherited = append(s.p.next.inherited, cs...)
+	if s.p.Next != nil {
+		s.p.Next.Inherited = append(s.p.Next.Inherited, cs...)
 		return
 	}
-	closeAll(cs)
+	kernel.CloseAll(cs)
 }
 
-func closeAll(cs []io.Closer) {
-	for _, c := range cs {
-		c.Close()
-	}
-}
-
-func (s *shell) runCompound(c command, sio io3) int {
+func (s *shell) runCompound(c command, sio kernel.Stdio) int {
 	switch c := c.(type) {
 	case *groupCmd:
 		if c.subshell {
@@ -577,7 +566,7 @@ func (s *shell) runCompound(c command, sio io3) int {
 			s.inCond++
 			cst := s.runList(c.cond, sio)
 			s.inCond--
-			if s.exitReq || s.retReq || s.p.ctx().Err() != nil {
+			if s.exitReq || s.retReq || s.p.Ctx().Err() != nil {
 				return st
 			}
 			if s.brk > 0 {
@@ -598,7 +587,7 @@ func (s *shell) runCompound(c command, sio io3) int {
 			var err error
 			items, err = s.expandWords(c.words)
 			if err != nil {
-				fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+				fmt.Fprintf(sio.Err, "%s: %v\n", s.arg0, err)
 				return 1
 			}
 		} else {
@@ -618,7 +607,7 @@ func (s *shell) runCompound(c command, sio io3) int {
 	case *caseCmd:
 		w, err := s.expandString(c.word)
 		if err != nil {
-			fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+			fmt.Fprintf(sio.Err, "%s: %v\n", s.arg0, err)
 			return 1
 		}
 		for _, it := range c.items {
@@ -638,16 +627,16 @@ func (s *shell) runCompound(c command, sio io3) int {
 }
 
 // redirect applies redirections and returns the new stdio and what to close.
-func (s *shell) redirect(rs []redir, sio io3) (io3, []io.Closer, error) {
+func (s *shell) redirect(rs []redir, sio kernel.Stdio) (kernel.Stdio, []io.Closer, error) {
 	var closers []io.Closer
-	fds := map[int]any{0: sio.in, 1: sio.out, 2: sio.err}
+	fds := map[int]any{0: sio.In, 1: sio.Out, 2: sio.Err}
 	for _, r := range rs {
 		if r.here != nil {
 			body := r.here.body
 			if !r.here.quoted {
 				b := &fieldBuilder{}
 				if err := s.expandDouble(body, b); err != nil {
-					closeAll(closers)
+					kernel.CloseAll(closers)
 					return sio, nil, err
 				}
 				body = b.cur.String()
@@ -657,7 +646,7 @@ func (s *shell) redirect(rs []redir, sio io3) (io3, []io.Closer, error) {
 		}
 		target, err := s.expandString(r.target)
 		if err != nil {
-			closeAll(closers)
+			kernel.CloseAll(closers)
 			return sio, nil, err
 		}
 		switch r.op {
@@ -672,21 +661,21 @@ func (s *shell) redirect(rs []redir, sio io3) (io3, []io.Closer, error) {
 					// >&file is &>file in busybox ash.
 					w, werr := s.openOut(target, false)
 					if werr != nil {
-						closeAll(closers)
+						kernel.CloseAll(closers)
 						return sio, nil, werr
 					}
 					closers = append(closers, w)
 					fds[1], fds[2] = w, w
 					continue
 				}
-				closeAll(closers)
+				kernel.CloseAll(closers)
 				return sio, nil, fmt.Errorf("%s: bad file descriptor", target)
 			}
 			fds[r.fd] = fds[src]
 		case "<", "<>":
-			rc, err := s.p.FS().Open(s.p.absIn(s.dir, target))
+			rc, err := s.p.FS().Open(s.p.AbsIn(s.dir, target))
 			if err != nil {
-				closeAll(closers)
+				kernel.CloseAll(closers)
 				return sio, nil, fmt.Errorf("can't open '%s': %s", target, vfs.Strerror(err))
 			}
 			closers = append(closers, rc)
@@ -705,7 +694,7 @@ func (s *shell) redirect(rs []redir, sio io3) (io3, []io.Closer, error) {
 			}
 			w, err := s.openOut(target, r.op == ">>")
 			if err != nil {
-				closeAll(closers)
+				kernel.CloseAll(closers)
 				return sio, nil, err
 			}
 			closers = append(closers, w)
@@ -715,27 +704,27 @@ func (s *shell) redirect(rs []redir, sio io3) (io3, []io.Closer, error) {
 			}
 		}
 	}
-	out := io3{}
+	out := kernel.Stdio{}
 	if r, ok := fds[0].(io.Reader); ok {
-		out.in = r
+		out.In = r
 	} else {
-		out.in = strings.NewReader("")
+		out.In = strings.NewReader("")
 	}
 	if w, ok := fds[1].(io.Writer); ok {
-		out.out = w
+		out.Out = w
 	} else {
-		out.out = vfs.Discard{}
+		out.Out = vfs.Discard{}
 	}
 	if w, ok := fds[2].(io.Writer); ok {
-		out.err = w
+		out.Err = w
 	} else {
-		out.err = vfs.Discard{}
+		out.Err = vfs.Discard{}
 	}
 	return out, closers, nil
 }
 
 func (s *shell) openOut(target string, appendMode bool) (io.WriteCloser, error) {
-	w, err := s.p.OpenWrite(s.p.absIn(s.dir, target), appendMode, 0o644)
+	w, err := s.p.OpenWrite(s.p.AbsIn(s.dir, target), appendMode, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("can't create %s: %s", target, vfs.Strerror(err))
 	}
@@ -758,13 +747,13 @@ func (s *shell) exportedEnv(extra []string) []string {
 	return append(env, extra...)
 }
 
-func (s *shell) runSimple(c *simpleCmd, sio io3) int {
+func (s *shell) runSimple(c *simpleCmd, sio kernel.Stdio) int {
 	tail := s.execTail
 	s.execTail = false // only this command, not what a function it calls runs
 	s.substStatus = -1
 	words, err := s.expandWords(c.words)
 	if err != nil {
-		fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+		fmt.Fprintf(sio.Err, "%s: %v\n", s.arg0, err)
 		if !s.sub || err == errOutOfMemory {
 			s.abort(2)
 		}
@@ -775,7 +764,7 @@ func (s *shell) runSimple(c *simpleCmd, sio io3) int {
 		k, raw, _ := strings.Cut(a, "=")
 		v, err := s.expandString(raw)
 		if err != nil {
-			fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+			fmt.Fprintf(sio.Err, "%s: %v\n", s.arg0, err)
 			if err == errOutOfMemory {
 				s.abort(2) // busybox dies on a failed allocation
 				return 2
@@ -800,7 +789,7 @@ func (s *shell) runSimple(c *simpleCmd, sio io3) int {
 		return 0
 	}
 	if s.xtrace {
-		fmt.Fprintf(rio.err, "+ %s\n", strings.Join(words, " "))
+		fmt.Fprintf(rio.Err, "+ %s\n", strings.Join(words, " "))
 	}
 	if fn, ok := s.funcs[words[0]]; ok {
 		if !s.enter(rio, words[0], "function") {
@@ -822,8 +811,8 @@ func (s *shell) runSimple(c *simpleCmd, sio io3) int {
 	}
 	if a, ok := s.p.InlineApplet(words[0]); ok {
 		bp := *s.p
-		bp.args, bp.stdin, bp.stdout, bp.stderr, bp.dir = words, rio.in, rio.out, rio.err, s.dir
-		bp.env = s.exportedEnv(tmpEnv)
+		bp.Args, bp.Stdin, bp.Stdout, bp.Stderr, bp.Dir = words, rio.In, rio.Out, rio.Err, s.dir
+		bp.Env = s.exportedEnv(tmpEnv)
 		return a(&bp)
 	}
 	env := s.exportedEnv(tmpEnv)
@@ -833,42 +822,42 @@ func (s *shell) runSimple(c *simpleCmd, sio io3) int {
 	}
 	if tail {
 		// The background job's shell becomes the command (exec in the forked child).
-		return s.p.Execve(exe, words, env, s.dir, rio).runExecutable()
+		return s.p.Execve(exe, words, env, s.dir, rio).RunExecutable()
 	}
 	held := s.heldSlot
 	s.heldSlot = false
-	st, err := s.p.spawnIn(held, exe, words, env, s.dir, rio, true)
+	st, err := s.p.SpawnIn(held, exe, words, env, s.dir, rio, true)
 	if err != nil {
 		return s.forkFailed(rio)
 	}
 	return st
 }
 
-func (s *shell) execFailed(name string, err error, sio io3) int {
+func (s *shell) execFailed(name string, err error, sio kernel.Stdio) int {
 	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, syscall.ENOENT):
-		fmt.Fprintf(sio.err, "%s: %s: not found\n", s.arg0, name)
+	case errors.Is(err, kernel.ErrNotFound), errors.Is(err, syscall.ENOENT):
+		fmt.Fprintf(sio.Err, "%s: %s: not found\n", s.arg0, name)
 		return 127
 	case errors.Is(err, syscall.EACCES):
-		fmt.Fprintf(sio.err, "%s: %s: Permission denied\n", s.arg0, name)
+		fmt.Fprintf(sio.Err, "%s: %s: Permission denied\n", s.arg0, name)
 		return 126
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		fmt.Fprintf(sio.err, "%s: %s: %s\n", s.arg0, name, vfs.Strerror(pe.Err))
+		fmt.Fprintf(sio.Err, "%s: %s: %s\n", s.arg0, name, vfs.Strerror(pe.Err))
 	} else {
-		fmt.Fprintf(sio.err, "%s: %s: %v\n", s.arg0, name, err)
+		fmt.Fprintf(sio.Err, "%s: %s: %v\n", s.arg0, name, err)
 	}
 	return 126
 }
 
-type builtin func(s *shell, args []string, sio io3) int
+type builtin func(s *shell, args []string, sio kernel.Stdio) int
 
 var shellBuiltins map[string]builtin
 
 func init() {
 	shellBuiltins = map[string]builtin{
-		":":        func(*shell, []string, io3) int { return 0 },
+		":":        func(*shell, []string, kernel.Stdio) int { return 0 },
 		"cd":       builtinCd,
 		"exit":     builtinExit,
 		"return":   builtinReturn,
@@ -889,12 +878,12 @@ func init() {
 		"exec":     builtinExec,
 		"type":     builtinType,
 		"command":  builtinType,
-		"umask":    func(s *shell, args []string, sio io3) int { fmt.Fprintln(sio.out, "0022"); return 0 },
-		"pwd":      func(s *shell, args []string, sio io3) int { fmt.Fprintln(sio.out, s.dir); return 0 },
+		"umask":    func(s *shell, args []string, sio kernel.Stdio) int { fmt.Fprintln(sio.Out, "0022"); return 0 },
+		"pwd":      func(s *shell, args []string, sio kernel.Stdio) int { fmt.Fprintln(sio.Out, s.dir); return 0 },
 	}
 }
 
-func builtinCd(s *shell, args []string, sio io3) int {
+func builtinCd(s *shell, args []string, sio kernel.Stdio) int {
 	dir := ""
 	if len(args) > 1 {
 		dir = args[1]
@@ -906,31 +895,31 @@ func builtinCd(s *shell, args []string, sio io3) int {
 		dir, _ = s.lookup("OLDPWD")
 		printDir = true // `cd -` prints where it went
 	}
-	target := s.p.absIn(s.dir, dir)
+	target := s.p.AbsIn(s.dir, dir)
 	st, err := s.p.FS().Stat(target)
 	if err != nil {
-		fmt.Fprintf(sio.err, "%s: cd: can't cd to %s: %s\n", s.arg0, dir, vfs.Strerror(err))
+		fmt.Fprintf(sio.Err, "%s: cd: can't cd to %s: %s\n", s.arg0, dir, vfs.Strerror(err))
 		return 1
 	}
 	if !st.IsDir() {
-		fmt.Fprintf(sio.err, "%s: cd: can't cd to %s: Not a directory\n", s.arg0, dir)
+		fmt.Fprintf(sio.Err, "%s: cd: can't cd to %s: Not a directory\n", s.arg0, dir)
 		return 1
 	}
 	s.vars["OLDPWD"] = s.dir
 	s.dir = target
 	s.vars["PWD"] = target
 	if printDir {
-		fmt.Fprintln(sio.out, target)
+		fmt.Fprintln(sio.Out, target)
 	}
 	return 0
 }
 
-func builtinExit(s *shell, args []string, sio io3) int {
+func builtinExit(s *shell, args []string, sio kernel.Stdio) int {
 	code := s.status
 	if len(args) > 1 {
 		n, err := strconv.Atoi(args[1])
 		if err != nil {
-			fmt.Fprintf(sio.err, "%s: exit: Illegal number: %s\n", s.arg0, args[1])
+			fmt.Fprintf(sio.Err, "%s: exit: Illegal number: %s\n", s.arg0, args[1])
 			code = 2
 		} else {
 			code = n & 0xff
@@ -940,7 +929,7 @@ func builtinExit(s *shell, args []string, sio io3) int {
 	return code
 }
 
-func builtinReturn(s *shell, args []string, sio io3) int {
+func builtinReturn(s *shell, args []string, sio kernel.Stdio) int {
 	code := s.status
 	if len(args) > 1 {
 		code, _ = strconv.Atoi(args[1])
@@ -950,7 +939,7 @@ func builtinReturn(s *shell, args []string, sio io3) int {
 	return code
 }
 
-func builtinBreak(s *shell, args []string, sio io3) int {
+func builtinBreak(s *shell, args []string, sio kernel.Stdio) int {
 	n := 1
 	if len(args) > 1 {
 		n, _ = strconv.Atoi(args[1])
@@ -972,11 +961,11 @@ func builtinBreak(s *shell, args []string, sio io3) int {
 	return 0
 }
 
-func builtinExport(s *shell, args []string, sio io3) int {
+func builtinExport(s *shell, args []string, sio kernel.Stdio) int {
 	if len(args) == 1 || (len(args) == 2 && args[1] == "-p") {
 		for _, kv := range s.exportedEnv(nil) {
 			k, v, _ := strings.Cut(kv, "=")
-			fmt.Fprintf(sio.out, "export %s='%s'\n", k, v)
+			fmt.Fprintf(sio.Out, "export %s='%s'\n", k, v)
 		}
 		return 0
 	}
@@ -991,7 +980,7 @@ func builtinExport(s *shell, args []string, sio io3) int {
 	return 0
 }
 
-func builtinLocal(s *shell, args []string, sio io3) int {
+func builtinLocal(s *shell, args []string, sio kernel.Stdio) int {
 	for _, a := range args[1:] {
 		if k, v, ok := strings.Cut(a, "="); ok {
 			s.vars[k] = v
@@ -1002,7 +991,7 @@ func builtinLocal(s *shell, args []string, sio io3) int {
 	return 0
 }
 
-func builtinUnset(s *shell, args []string, sio io3) int {
+func builtinUnset(s *shell, args []string, sio kernel.Stdio) int {
 	for _, a := range args[1:] {
 		if a == "-f" || a == "-v" {
 			continue
@@ -1014,7 +1003,7 @@ func builtinUnset(s *shell, args []string, sio io3) int {
 	return 0
 }
 
-func builtinSet(s *shell, args []string, sio io3) int {
+func builtinSet(s *shell, args []string, sio kernel.Stdio) int {
 	if len(args) == 1 {
 		keys := make([]string, 0, len(s.vars))
 		for k := range s.vars {
@@ -1022,7 +1011,7 @@ func builtinSet(s *shell, args []string, sio io3) int {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(sio.out, "%s='%s'\n", k, s.vars[k])
+			fmt.Fprintf(sio.Out, "%s='%s'\n", k, s.vars[k])
 		}
 		return 0
 	}
@@ -1071,11 +1060,11 @@ func builtinSet(s *shell, args []string, sio io3) int {
 // builtinShift is ash's shift: the count must be digits ("sh: shift: Illegal number: -1" is a
 // shell error, status 2), and a count larger than $# shifts nothing and returns 1 without a
 // message (busybox 1.36; bash says "shift count out of range", dash "can't shift that many").
-func builtinShift(s *shell, args []string, sio io3) int {
+func builtinShift(s *shell, args []string, sio kernel.Stdio) int {
 	n := 1
 	if len(args) > 1 {
 		if !isDigits(args[1]) {
-			fmt.Fprintf(sio.err, "%s: shift: Illegal number: %s\n", s.arg0, args[1])
+			fmt.Fprintf(sio.Err, "%s: shift: Illegal number: %s\n", s.arg0, args[1])
 			s.abort(2)
 			return 2
 		}
@@ -1091,7 +1080,7 @@ func builtinShift(s *shell, args []string, sio io3) int {
 	return 0
 }
 
-func builtinTrap(s *shell, args []string, sio io3) int {
+func builtinTrap(s *shell, args []string, sio kernel.Stdio) int {
 	s.sig.mu.Lock()
 	defer s.sig.mu.Unlock()
 	if len(args) == 1 {
@@ -1101,7 +1090,7 @@ func builtinTrap(s *shell, args []string, sio io3) int {
 		}
 		sort.Strings(names)
 		for _, k := range names {
-			fmt.Fprintf(sio.out, "trap -- '%s' %s\n", s.sig.traps[k], k)
+			fmt.Fprintf(sio.Out, "trap -- '%s' %s\n", s.sig.traps[k], k)
 		}
 		return 0
 	}
@@ -1118,7 +1107,7 @@ func builtinTrap(s *shell, args []string, sio io3) int {
 		} else {
 			sig, ok := parseSignal(name)
 			if !ok {
-				fmt.Fprintf(sio.err, "%s: trap: %s: bad trap\n", s.arg0, name)
+				fmt.Fprintf(sio.Err, "%s: trap: %s: bad trap\n", s.arg0, name)
 				return 1
 			}
 			key = sigName(sig)
@@ -1143,8 +1132,8 @@ func (l lineReader) readLine() (string, error) {
 	for {
 		n, err := l.r.Read(one)
 		if n == 1 {
-			if len(b) == maxHeldBytes {
-				return "", errTooBig
+			if len(b) == kernel.MaxHeldBytes {
+				return "", kernel.ErrTooBig
 			}
 			b = append(b, one[0])
 			if one[0] == '\n' {
@@ -1157,7 +1146,7 @@ func (l lineReader) readLine() (string, error) {
 	}
 }
 
-func builtinRead(s *shell, args []string, sio io3) int {
+func builtinRead(s *shell, args []string, sio kernel.Stdio) int {
 	raw := false
 	var names []string
 	for i := 1; i < len(args); i++ {
@@ -1166,7 +1155,7 @@ func builtinRead(s *shell, args []string, sio io3) int {
 			raw = true
 		case "-p":
 			if i+1 < len(args) {
-				fmt.Fprint(sio.err, args[i+1])
+				fmt.Fprint(sio.Err, args[i+1])
 				i++
 			}
 		default:
@@ -1183,17 +1172,17 @@ func builtinRead(s *shell, args []string, sio io3) int {
 	ch := make(chan res, 1)
 	go func() {
 		defer s.p.RecoverCrash()
-		line, err := lineReader{sio.in}.readLine()
+		line, err := lineReader{sio.In}.readLine()
 		ch <- res{line, err}
 	}()
 	var r res
 	select {
 	case r = <-ch:
-	case <-s.p.ctx().Done():
+	case <-s.p.Ctx().Done():
 		return 1
 	}
-	if errors.Is(r.err, errTooBig) {
-		fmt.Fprintf(sio.err, "%s: read: %v\n", s.arg0, r.err)
+	if errors.Is(r.err, kernel.ErrTooBig) {
+		fmt.Fprintf(sio.Err, "%s: read: %v\n", s.arg0, r.err)
 		return 1
 	}
 	line := strings.TrimSuffix(r.line, "\n")
@@ -1217,7 +1206,7 @@ func builtinRead(s *shell, args []string, sio io3) int {
 	return 0
 }
 
-func builtinWait(s *shell, args []string, sio io3) int {
+func builtinWait(s *shell, args []string, sio kernel.Stdio) int {
 	s.jobsMu.Lock()
 	var jobs []*job
 	if len(args) > 1 {
@@ -1227,7 +1216,7 @@ func builtinWait(s *shell, args []string, sio io3) int {
 				jobs = append(jobs, j)
 			} else {
 				s.jobsMu.Unlock()
-				fmt.Fprintf(sio.err, "%s: wait: pid %s is not a child of this shell\n", s.arg0, a)
+				fmt.Fprintf(sio.Err, "%s: wait: pid %s is not a child of this shell\n", s.arg0, a)
 				return 127
 			}
 		}
@@ -1249,14 +1238,14 @@ func builtinWait(s *shell, args []string, sio io3) int {
 			// A trapped signal interrupts wait (POSIX): status 128+sig, then the trap runs.
 			s.sig.pending <- sig
 			return 128 + int(sig)
-		case <-s.p.ctx().Done():
+		case <-s.p.Ctx().Done():
 			return 1
 		}
 	}
 	return st
 }
 
-func builtinEval(s *shell, args []string, sio io3) int {
+func builtinEval(s *shell, args []string, sio kernel.Stdio) int {
 	if !s.enter(sio, "eval", "eval") {
 		return 1
 	}
@@ -1264,13 +1253,13 @@ func builtinEval(s *shell, args []string, sio io3) int {
 	return s.evalString(strings.Join(args[1:], " "), sio)
 }
 
-func builtinSource(s *shell, args []string, sio io3) int {
+func builtinSource(s *shell, args []string, sio kernel.Stdio) int {
 	if len(args) < 2 {
 		return 0
 	}
-	data, err := s.p.readFileBounded(s.p.absIn(s.dir, args[1]))
+	data, err := s.p.ReadFileBounded(s.p.AbsIn(s.dir, args[1]))
 	if err != nil {
-		fmt.Fprintf(sio.err, "%s: .: can't open '%s': %s\n", s.arg0, args[1], lineError(err))
+		fmt.Fprintf(sio.Err, "%s: .: can't open '%s': %s\n", s.arg0, args[1], lineError(err))
 		return 2
 	}
 	if !s.enter(sio, args[1], "source") {
@@ -1283,7 +1272,7 @@ func builtinSource(s *shell, args []string, sio io3) int {
 // builtinExec replaces the shell with the command, as exec(2) does: the
 // command runs in the shell's own process (same pid, its argv shown in the
 // process table), and the shell ends with the command's status.
-func builtinExec(s *shell, args []string, sio io3) int {
+func builtinExec(s *shell, args []string, sio kernel.Stdio) int {
 	if len(args) == 1 {
 		// exec with only redirections: applied to the shell's own stdio.
 		s.io = sio
@@ -1299,7 +1288,7 @@ func builtinExec(s *shell, args []string, sio io3) int {
 	if s.sub {
 		// In a subshell (pipeline, $(...)) the shell shares its task with the
 		// parent: run the command as a child instead.
-		st, err := s.p.spawn(exe, args[1:], env, s.dir, sio, true)
+		st, err := s.p.Spawn(exe, args[1:], env, s.dir, sio, true)
 		if err != nil {
 			return s.forkFailed(sio)
 		}
@@ -1310,7 +1299,7 @@ func builtinExec(s *shell, args []string, sio io3) int {
 	// its place, from runExecutable's loop, with the files the shell redirected for it.
 	next := s.p.Execve(exe, args[1:], env, s.dir, sio)
 	s.p.SetSignalHandler(nil)
-	s.p.next = next
+	s.p.Next = next
 	s.exitReq, s.exitCode = true, 0
 	// The shell is gone: no EXIT trap runs after a successful exec.
 	s.sig.mu.Lock()
@@ -1327,7 +1316,7 @@ func quoteAll(args []string) []string {
 	return out
 }
 
-func builtinType(s *shell, args []string, sio io3) int {
+func builtinType(s *shell, args []string, sio kernel.Stdio) int {
 	rest := args[1:]
 	verbose := args[0] == "type"
 	if len(rest) > 0 && (rest[0] == "-v" || rest[0] == "-V") {
@@ -1349,23 +1338,23 @@ func builtinType(s *shell, args []string, sio io3) int {
 		switch {
 		case isB || isI:
 			if verbose {
-				fmt.Fprintf(sio.out, "%s is a shell builtin\n", name)
+				fmt.Fprintf(sio.Out, "%s is a shell builtin\n", name)
 			} else {
-				fmt.Fprintln(sio.out, name)
+				fmt.Fprintln(sio.Out, name)
 			}
 		default:
 			exe, err := s.p.LookPath(name, s.exportedEnv(nil), s.dir)
 			if err != nil {
 				if verbose {
-					fmt.Fprintf(sio.out, "%s: not found\n", name)
+					fmt.Fprintf(sio.Out, "%s: not found\n", name)
 				}
 				st = 1
 				continue
 			}
 			if verbose {
-				fmt.Fprintf(sio.out, "%s is %s\n", name, exe.Path)
+				fmt.Fprintf(sio.Out, "%s is %s\n", name, exe.Path)
 			} else {
-				fmt.Fprintln(sio.out, exe.Path)
+				fmt.Fprintln(sio.Out, exe.Path)
 			}
 		}
 	}
@@ -1374,9 +1363,9 @@ func builtinType(s *shell, args []string, sio io3) int {
 
 // appletSh is sh: -c STRING [ARG0 ARGS], a script file, or commands read
 // from stdin (with a "/ # " prompt on a TTY).
-func appletSh(p *proc) int {
+func appletSh(p *kernel.Proc) int {
 	s := newShell(p)
-	args := p.args[1:]
+	args := p.Args[1:]
 	cmdMode := false
 	for len(args) > 0 && len(args[0]) > 1 && (args[0][0] == '-' || args[0][0] == '+') {
 		a := args[0]
@@ -1402,7 +1391,7 @@ func appletSh(p *proc) int {
 	switch {
 	case cmdMode:
 		if len(args) == 0 {
-			fmt.Fprintf(p.stderr, "%s: -c requires an argument\n", s.arg0)
+			fmt.Fprintf(p.Stderr, "%s: -c requires an argument\n", s.arg0)
 			return 2
 		}
 		src = args[0]
@@ -1411,9 +1400,9 @@ func appletSh(p *proc) int {
 			s.params = args[2:]
 		}
 	case len(args) > 0:
-		data, err := p.readFileBounded(p.abs(args[0]))
+		data, err := p.ReadFileBounded(p.Abs(args[0]))
 		if err != nil {
-			fmt.Fprintf(p.stderr, "%s: can't open '%s': %s\n", s.arg0, args[0], lineError(err))
+			fmt.Fprintf(p.Stderr, "%s: can't open '%s': %s\n", s.arg0, args[0], lineError(err))
 			return 2
 		}
 		src = string(data)
@@ -1427,7 +1416,7 @@ func appletSh(p *proc) int {
 		err = &syntaxError{"unexpected end of file"}
 	}
 	if err != nil {
-		fmt.Fprintf(p.stderr, "%s: %v\n", s.arg0, err)
+		fmt.Fprintf(p.Stderr, "%s: %v\n", s.arg0, err)
 		return 2
 	}
 	if sc := singleExternal(s, l); sc != nil {
@@ -1439,7 +1428,7 @@ func appletSh(p *proc) int {
 		}
 	}
 	st := s.runList(l, s.io)
-	if p.next != nil {
+	if p.Next != nil {
 		return 0 // exec'd: the program runs in the shell's place
 	}
 	s.runPendingTraps()
@@ -1489,19 +1478,19 @@ func (s *shell) prompt() string {
 }
 
 func (s *shell) interactive() int {
-	s.ignoreInt.Store(s.p.tty)
-	lr := lineReader{s.io.in}
+	s.ignoreInt.Store(s.p.TTY)
+	lr := lineReader{s.io.In}
 	var buf string
 	type res struct {
 		line string
 		err  error
 	}
 	for {
-		if s.p.tty {
+		if s.p.TTY {
 			if buf == "" {
-				fmt.Fprint(s.io.out, s.prompt())
+				fmt.Fprint(s.io.Out, s.prompt())
 			} else {
-				fmt.Fprint(s.io.out, "> ")
+				fmt.Fprint(s.io.Out, "> ")
 			}
 		}
 		ch := make(chan res, 1)
@@ -1513,20 +1502,20 @@ func (s *shell) interactive() int {
 		var r res
 		select {
 		case r = <-ch:
-		case <-s.p.ctx().Done():
+		case <-s.p.Ctx().Done():
 			return s.status
 		}
-		if errors.Is(r.err, errTooBig) {
-			fmt.Fprintf(s.io.err, "%s: %v\n", s.arg0, r.err)
+		if errors.Is(r.err, kernel.ErrTooBig) {
+			fmt.Fprintf(s.io.Err, "%s: %v\n", s.arg0, r.err)
 			s.status = 1
 			break
 		}
 		if r.line == "" && r.err != nil {
 			break
 		}
-		if len(buf)+len(r.line) > maxHeldBytes {
+		if len(buf)+len(r.line) > kernel.MaxHeldBytes {
 			// A command never completed (an open quote) over a long input.
-			fmt.Fprintf(s.io.err, "%s: %v\n", s.arg0, errTooBig)
+			fmt.Fprintf(s.io.Err, "%s: %v\n", s.arg0, kernel.ErrTooBig)
 			s.status = 1
 			break
 		}
@@ -1537,7 +1526,7 @@ func (s *shell) interactive() int {
 		}
 		buf = ""
 		if perr != nil {
-			fmt.Fprintf(s.io.err, "%s: %v\n", s.arg0, perr)
+			fmt.Fprintf(s.io.Err, "%s: %v\n", s.arg0, perr)
 			s.status = 2
 			continue
 		}
@@ -1547,7 +1536,7 @@ func (s *shell) interactive() int {
 			// A shell error ends the command line, not an interactive shell.
 			s.exitReq, s.aborted = false, false
 		}
-		if s.exitReq || s.p.ctx().Err() != nil || r.err != nil {
+		if s.exitReq || s.p.Ctx().Err() != nil || r.err != nil {
 			break
 		}
 	}
@@ -1574,5 +1563,5 @@ func (s *shell) loopEnds() bool {
 			return true
 		}
 	}
-	return s.exitReq || s.retReq || s.p.ctx().Err() != nil
+	return s.exitReq || s.retReq || s.p.Ctx().Err() != nil
 }

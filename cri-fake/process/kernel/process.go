@@ -1,4 +1,4 @@
-package process
+package kernel
 
 import (
 	"context"
@@ -186,7 +186,7 @@ type container struct {
 	hostname  string
 	readiness bool
 	// applets is what the container's executables run (applettable.go).
-	applets *appletSet
+	applets *AppletSet
 
 	pidns *PIDNamespace
 	// procs is how many processes of this container hold a pid slot (table entries and
@@ -217,11 +217,9 @@ type Process struct {
 	height     uint16
 }
 
-// Start runs spec's command as a container's main process (pid 1). It fails
-// with an *ExecError when the executable cannot be found or run, which
-// containerd reports from StartContainer. ctx bounds only the start itself: the
-// process lives until it exits or is signalled.
-func Start(ctx context.Context, spec Spec) (*Process, error) {
+// StartWith is Start with the table of applets the container's executables
+// run.
+func StartWith(ctx context.Context, spec Spec, applets *AppletSet) (*Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -229,17 +227,13 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		return nil, errors.New("no command specified")
 	}
 	if spec.FS == nil {
-		f, err := NewFS(vfs.FSConfig{Hostname: spec.Hostname})
-		if err != nil {
-			return nil, err
-		}
-		spec.FS = f
+		return nil, errors.New("process: no file system view (Spec.FS)")
 	}
 	if spec.CPUs <= 0 {
 		spec.CPUs = 2
 	}
 	env := withDefaultEnv(spec.Env, spec.Hostname, spec.Identity)
-	c := &container{fs: spec.FS, spec: spec, hostname: spec.Hostname, pidns: spec.PIDNamespace, cpuAt: time.Now(), applets: appletTable()}
+	c := &container{fs: spec.FS, spec: spec, hostname: spec.Hostname, pidns: spec.PIDNamespace, cpuAt: time.Now(), applets: applets}
 	if c.pidns == nil {
 		c.pidns = NewPIDNamespace()
 	}
@@ -265,7 +259,7 @@ func Lookup(fsys *vfs.FS, args, env []string, workingDir string) error {
 	if len(args) == 0 {
 		return errors.New("no command specified")
 	}
-	c := &container{fs: fsys, applets: appletTable()}
+	c := &container{fs: fsys}
 	if workingDir == "" {
 		workingDir = "/"
 	}
@@ -414,7 +408,7 @@ func (c *container) run(exe vfs.Executable, args, env []string, wd string, stdin
 		ttyIn.Interrupt = func() { t.signal(syscall.SIGINT) }
 		ttyIn.Start()
 	}
-	pr := &proc{t: t, c: c, args: args, env: env, dir: wd, stdin: in, stdout: sout, stderr: serr, tty: tty, exe: exe}
+	pr := &Proc{t: t, c: c, Args: args, Env: env, Dir: wd, Stdin: in, Stdout: sout, Stderr: serr, TTY: tty, Exe: exe}
 	finished := make(chan int, 1)
 	if b := c.spec.Behaviour; main && b.CrashOnStart {
 		code := 1
@@ -426,7 +420,7 @@ func (c *container) run(exe vfs.Executable, args, env []string, wd string, stdin
 	} else {
 		go func() {
 			defer t.recoverCrash()
-			finished <- pr.runExecutable()
+			finished <- pr.RunExecutable()
 		}()
 		if main {
 			c.startBehaviour(p, pr)
@@ -436,11 +430,11 @@ func (c *container) run(exe vfs.Executable, args, env []string, wd string, stdin
 		var code int
 		select {
 		case code = <-finished:
-			if ec, ok := exitCause(t.ctx); ok {
+			if ec, ok := ExitCause(t.ctx); ok {
 				code = ec
 			}
 		case <-t.ctx.Done():
-			code, _ = exitCause(t.ctx)
+			code, _ = ExitCause(t.ctx)
 		}
 		p.finish(code, main)
 	}()
@@ -479,7 +473,7 @@ func (p *Process) finish(code int, main bool) {
 	close(p.done)
 }
 
-func (c *container) startBehaviour(p *Process, pr *proc) {
+func (c *container) startBehaviour(p *Process, pr *Proc) {
 	b := c.spec.Behaviour
 	if b.Exit != nil {
 		go func() {
@@ -501,7 +495,7 @@ func (c *container) startBehaviour(p *Process, pr *proc) {
 			for n := 1; ; n++ {
 				select {
 				case <-tick.C:
-					fmt.Fprintf(pr.stdout, "%s line %d\n", time.Now().UTC().Format(time.RFC3339Nano), n)
+					fmt.Fprintf(pr.Stdout, "%s line %d\n", time.Now().UTC().Format(time.RFC3339Nano), n)
 				case <-p.t.ctx.Done():
 					return
 				}
@@ -526,6 +520,19 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	}
 	p.t.signal(sig)
 	return nil
+}
+
+// Ended is why the process's context ended (context.Canceled once a signal
+// or its exit ended it; cancelled synchronously, before Done is closed), nil
+// while it runs.
+func (p *Process) Ended() error { return p.t.ctx.Err() }
+
+// HasSignalHandler reports whether the process installed a handler for its
+// signals (a shell's trap).
+func (p *Process) HasSignalHandler() bool {
+	p.t.mu.Lock()
+	defer p.t.mu.Unlock()
+	return p.t.handler != nil
 }
 
 // Done is closed when the process has ended.
@@ -620,8 +627,8 @@ const MaxExecSyncOutput = 16 << 20
 // table, as critest's "execSync with timeout" checks with pgrep) and
 // ErrExecTimeout is returned with the output so far.
 func (p *Process) ExecSync(ctx context.Context, args []string, timeout time.Duration) (stdout, stderr []byte, exitCode int, err error) {
-	out := newCappedOutput(MaxExecSyncOutput)
-	so, se := &out.stdout, &out.stderr
+	out := NewCappedOutput(MaxExecSyncOutput)
+	so, se := &out.Stdout, &out.Stderr
 	e, err := p.Exec(ctx, ExecSpec{Args: args, Stdout: so, Stderr: se})
 	if err != nil {
 		return nil, nil, 0, err
@@ -672,24 +679,26 @@ func (p *Process) ExecStream(ctx context.Context, args []string, in io.Reader, o
 
 // cappedOutput is the output of an ExecSync: its streams share one budget of remain bytes, and
 // what does not fit is dropped (the writer is told it was written, so the command goes on).
-type cappedOutput struct {
+type CappedOutput struct {
 	mu             sync.Mutex
 	remain         int
-	stdout, stderr cappedStream
+	Stdout, Stderr CappedStream
 }
 
-func newCappedOutput(limit int) *cappedOutput {
-	o := &cappedOutput{remain: limit}
-	o.stdout.o, o.stderr.o = o, o
+// NewCappedOutput keeps at most limit bytes of what its Stdout and Stderr are
+// written, the two together (ExecSync's bound).
+func NewCappedOutput(limit int) *CappedOutput {
+	o := &CappedOutput{remain: limit}
+	o.Stdout.o, o.Stderr.o = o, o
 	return o
 }
 
-type cappedStream struct {
-	o *cappedOutput
+type CappedStream struct {
+	o *CappedOutput
 	b []byte
 }
 
-func (c *cappedStream) Write(p []byte) (int, error) {
+func (c *CappedStream) Write(p []byte) (int, error) {
 	c.o.mu.Lock()
 	defer c.o.mu.Unlock()
 	n := min(len(p), c.o.remain)
@@ -699,7 +708,7 @@ func (c *cappedStream) Write(p []byte) (int, error) {
 }
 
 // Bytes is what was kept so far.
-func (c *cappedStream) Bytes() []byte {
+func (c *CappedStream) Bytes() []byte {
 	c.o.mu.Lock()
 	defer c.o.mu.Unlock()
 	return c.b[:len(c.b):len(c.b)]
