@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/plugsim/plugsim/cri-fake/process/applets"
+	"github.com/plugsim/plugsim/cri-fake/process/shell"
 )
 
 // TestAppletTableDrivesEverything: every list of applet names comes from the
@@ -12,7 +15,7 @@ import (
 // image behaviour may name.
 func TestAppletTableDrivesEverything(t *testing.T) {
 	var names, busybox, inline []string
-	for _, r := range appletRows() {
+	for _, r := range applets.Rows() {
 		names = append(names, r.Name)
 		if r.Busybox {
 			busybox = append(busybox, r.Name)
@@ -44,9 +47,9 @@ func TestAppletTableDrivesEverything(t *testing.T) {
 		t.Errorf("busybox printed %q (code %d), want it to end with %q", out, code, want)
 	}
 
-	for _, r := range appletRows() {
+	for _, r := range applets.Rows() {
 		out, _, _ := sh(t, nil, "type "+r.Name)
-		_, shellBuiltin := shellBuiltins[r.Name]
+		shellBuiltin := shell.Builtin(r.Name)
 		if builtin := strings.Contains(out, "shell builtin"); builtin != (r.Inline || shellBuiltin) {
 			t.Errorf("type %s = %q; inline in the table: %v", r.Name, out, r.Inline)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plugsim/plugsim/cri-fake/process/applets"
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -49,7 +50,7 @@ func ImageLayer(img ImageConfig) (*vfs.Layer, error) {
 		layer.AddFile(p, []byte(content), 0o644)
 	}
 	for p, applet := range ib.Executables {
-		if _, ok := appletTable().Lookup(applet); !ok {
+		if _, ok := applets.Table().Lookup(applet); !ok {
 			return nil, fmt.Errorf("image behavior executables: %s: unknown applet %q", p, applet)
 		}
 		layer.AddApplet(p, applet)
@@ -435,7 +436,7 @@ func mergeEnv(image []string, envs []*runtimeapi.KeyValue) []string {
 	out := append([]string(nil), image...)
 	for _, kv := range envs {
 		k := kv.GetKey()
-		out = unsetEnv(out, k)
+		out = kernel.UnsetEnv(out, k)
 		out = append(out, k+"="+string(kv.GetValue()))
 	}
 	return out

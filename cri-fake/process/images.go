@@ -3,6 +3,7 @@ package process
 import (
 	"io/fs"
 
+	"github.com/plugsim/plugsim/cri-fake/process/applets"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
@@ -30,7 +31,7 @@ func BaseLayer(name string) *vfs.Layer {
 	l.AddDir("/var/spool/mail", 0o755)
 	l.AddDir("/var/www", 0o755)
 	l.AddApplet("/bin/busybox", "busybox")
-	for _, a := range appletTable().Busybox() {
+	for _, a := range applets.Table().Busybox() {
 		l.AddApplet("/bin/"+a, a)
 	}
 	addEtc(l)

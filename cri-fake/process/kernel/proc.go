@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -218,4 +219,14 @@ func (p *Proc) ReadFileBounded(name string) ([]byte, error) {
 	}
 	defer rc.Close()
 	return ReadBounded(rc)
+}
+
+func LineError(err error) string {
+	if errors.Is(err, bufio.ErrTooLong) {
+		return "line too long"
+	}
+	if errors.Is(err, ErrTooBig) {
+		return err.Error()
+	}
+	return vfs.Strerror(err)
 }

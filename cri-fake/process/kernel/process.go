@@ -766,3 +766,13 @@ func (p *Process) Stats() Stats {
 	c.mu.Unlock()
 	return Stats{MemoryBytes: mem, CPUNanos: uint64(cpu), WritableLayerBytes: uint64(c.fs.WritableLayerBytes()), Processes: n}
 }
+
+func UnsetEnv(env []string, k string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, k+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

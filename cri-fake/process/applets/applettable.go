@@ -1,10 +1,10 @@
-package process
+package applets
 
 import (
-	"context"
 	"sync"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/shell"
 )
 
 // appletTable is the one table of applets: every name a simulated executable
@@ -13,13 +13,13 @@ import (
 // the busybox image's /bin, what `busybox` prints, the shell's inline set, the
 // image behaviour's executables) is derived from it; adding an applet is one
 // row here and its function.
-var appletTable = sync.OnceValue(func() *kernel.AppletSet { return kernel.NewAppletSet(appletRows()) })
+var table = sync.OnceValue(func() *kernel.AppletSet { return kernel.NewAppletSet(Rows()) })
 
 // appletRows is the table's rows.
-func appletRows() []kernel.Applet {
+func Rows() []kernel.Applet {
 	return []kernel.Applet{
-		{Name: "sh", Run: appletSh, Busybox: true},
-		{Name: "ash", Run: appletSh, Busybox: true},
+		{Name: "sh", Run: shell.Sh, Busybox: true},
+		{Name: "ash", Run: shell.Sh, Busybox: true},
 		{Name: "echo", Run: appletEcho, Inline: true, Busybox: true},
 		{Name: "printf", Run: appletPrintf, Inline: true, Busybox: true},
 		{Name: "cat", Run: appletCat, Busybox: true},
@@ -76,7 +76,7 @@ func appletRows() []kernel.Applet {
 		{Name: "netstat", Run: appletNetstat, Busybox: true},
 		{Name: "mount", Run: appletMount, Busybox: true},
 		{Name: "wget", Run: appletWget, Busybox: true},
-		{Name: "bash", Run: appletSh},
+		{Name: "bash", Run: shell.Sh},
 		{Name: "busybox", Run: appletBusybox},
 		{Name: "pause", Run: appletPause},
 		{Name: "program", Run: appletProgram},
@@ -87,20 +87,5 @@ func appletRows() []kernel.Applet {
 	}
 }
 
-// Applets lists the applet names an image's executables may run.
-func Applets() []string { return appletTable().Names() }
-
-// Start runs spec's command as a container's main process (pid 1). It fails
-// with an *ExecError when the executable cannot be found or run, which
-// containerd reports from StartContainer. ctx bounds only the start itself: the
-// process lives until it exits or is signalled.
-func Start(ctx context.Context, spec kernel.Spec) (*kernel.Process, error) {
-	if spec.FS == nil && ctx.Err() == nil {
-		f, err := NewFS(FSConfig{Hostname: spec.Hostname})
-		if err != nil {
-			return nil, err
-		}
-		spec.FS = f
-	}
-	return kernel.StartWith(ctx, spec, appletTable())
-}
+// Table is the applet table indexed by name, built once.
+func Table() *kernel.AppletSet { return table() }

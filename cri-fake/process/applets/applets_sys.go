@@ -1,4 +1,4 @@
-package process
+package applets
 
 import (
 	"fmt"
@@ -215,10 +215,10 @@ func appletEnv(p *kernel.Proc) int {
 			env = nil
 		case a == "-u" && len(args) > 1:
 			args = args[1:]
-			env = unsetEnv(env, args[0])
+			env = kernel.UnsetEnv(env, args[0])
 		case strings.Contains(a, "=") && !strings.HasPrefix(a, "="):
 			k, _, _ := strings.Cut(a, "=")
-			env = append(unsetEnv(env, k), a)
+			env = append(kernel.UnsetEnv(env, k), a)
 		default:
 			return p.RunArgs(args, env)
 		}
@@ -228,16 +228,6 @@ func appletEnv(p *kernel.Proc) int {
 		fmt.Fprintln(p.Stdout, kv)
 	}
 	return 0
-}
-
-func unsetEnv(env []string, k string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, k+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 func appletPrintenv(p *kernel.Proc) int {
@@ -464,13 +454,13 @@ func appletKill(p *kernel.Proc) int {
 	args := p.Args[1:]
 	sig := syscall.SIGTERM
 	if len(args) > 0 && (args[0] == "-l" || args[0] == "-L") {
-		names := make([]string, 0, len(signalNumbers))
-		for n := range signalNumbers {
+		names := make([]string, 0, len(kernel.SignalNumbers))
+		for n := range kernel.SignalNumbers {
 			names = append(names, n)
 		}
-		sort.Slice(names, func(i, j int) bool { return signalNumbers[names[i]] < signalNumbers[names[j]] })
+		sort.Slice(names, func(i, j int) bool { return kernel.SignalNumbers[names[i]] < kernel.SignalNumbers[names[j]] })
 		for _, n := range names {
-			fmt.Fprintf(p.Stdout, "%2d) %s\n", signalNumbers[n], n)
+			fmt.Fprintf(p.Stdout, "%2d) %s\n", kernel.SignalNumbers[n], n)
 		}
 		return 0
 	}
@@ -481,7 +471,7 @@ func appletKill(p *kernel.Proc) int {
 			spec = args[0]
 			args = args[1:]
 		}
-		s, ok := parseSignal(spec)
+		s, ok := kernel.ParseSignal(spec)
 		if !ok {
 			p.Errorf("bad signal name '%s'", spec)
 			return 1

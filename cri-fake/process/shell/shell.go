@@ -1,4 +1,4 @@
-package process
+package shell
 
 import (
 	"errors"
@@ -85,13 +85,13 @@ type shell struct {
 // be fatal to the whole runtime, so the shell stops at 1000 levels the way bash does with
 // FUNCNEST=1000 (EVALNEST, SOURCENEST likewise): "sh: f: maximum function nesting level exceeded
 // (1000)", and the shell ends with status 1 (an interactive one goes back to its prompt).
-const maxNest = 1000
+const MaxNest = 1000
 
 // enter counts one more level of nesting of kind ("function", "eval", "source") for name; at
 // maxNest it reports the error, aborts the shell and returns false. leave undoes it.
 func (s *shell) enter(sio kernel.Stdio, name, kind string) bool {
-	if s.nest >= maxNest {
-		fmt.Fprintf(sio.Err, "%s: %s: maximum %s nesting level exceeded (%d)\n", s.arg0, name, kind, maxNest)
+	if s.nest >= MaxNest {
+		fmt.Fprintf(sio.Err, "%s: %s: maximum %s nesting level exceeded (%d)\n", s.arg0, name, kind, MaxNest)
 		s.abort(1)
 		return false
 	}
@@ -159,39 +159,13 @@ func (s *shell) subshell() *shell {
 	return &c
 }
 
-func sigName(sig syscall.Signal) string {
-	for name, n := range signalNumbers {
-		if n == sig {
-			return name
-		}
-	}
-	return strconv.Itoa(int(sig))
-}
-
-var signalNumbers = map[string]syscall.Signal{
-	"HUP": syscall.SIGHUP, "INT": syscall.SIGINT, "QUIT": syscall.SIGQUIT, "KILL": syscall.SIGKILL,
-	"USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "PIPE": syscall.SIGPIPE, "ALRM": syscall.SIGALRM,
-	"TERM": syscall.SIGTERM, "CHLD": syscall.SIGCHLD, "CONT": syscall.SIGCONT, "STOP": syscall.SIGSTOP,
-	"TSTP": syscall.SIGTSTP, "WINCH": syscall.SIGWINCH, "ABRT": syscall.SIGABRT, "SEGV": syscall.SIGSEGV,
-}
-
-// parseSignal accepts TERM, SIGTERM, term and 15.
-func parseSignal(s string) (syscall.Signal, bool) {
-	if n, err := strconv.Atoi(s); err == nil {
-		return syscall.Signal(n), n >= 0 && n < 65
-	}
-	s = strings.TrimPrefix(strings.ToUpper(s), "SIG")
-	sig, ok := signalNumbers[s]
-	return sig, ok
-}
-
 // onSignal runs in the signalling goroutine: a trapped signal is queued and
 // its action runs between commands; an ignored one is dropped.
 func (s *shell) onSignal(sig syscall.Signal) bool {
 	if sig == syscall.SIGINT && s.ignoreInt.Load() {
 		return true // an interactive shell survives ^C; its foreground command does not
 	}
-	name := sigName(sig)
+	name := kernel.SignalName(sig)
 	s.sig.mu.Lock()
 	action, ok := s.sig.traps[name]
 	s.sig.mu.Unlock()
@@ -220,7 +194,7 @@ func (s *shell) runPendingTraps() {
 		select {
 		case sig := <-s.sig.pending:
 			s.sig.mu.Lock()
-			action := s.sig.traps[sigName(sig)]
+			action := s.sig.traps[kernel.SignalName(sig)]
 			s.sig.mu.Unlock()
 			if action == "" {
 				continue
@@ -1105,12 +1079,12 @@ func builtinTrap(s *shell, args []string, sio kernel.Stdio) int {
 		if key == "0" || key == "EXIT" {
 			key = "EXIT"
 		} else {
-			sig, ok := parseSignal(name)
+			sig, ok := kernel.ParseSignal(name)
 			if !ok {
 				fmt.Fprintf(sio.Err, "%s: trap: %s: bad trap\n", s.arg0, name)
 				return 1
 			}
-			key = sigName(sig)
+			key = kernel.SignalName(sig)
 		}
 		if action == "-" {
 			delete(s.sig.traps, key)
@@ -1259,7 +1233,7 @@ func builtinSource(s *shell, args []string, sio kernel.Stdio) int {
 	}
 	data, err := s.p.ReadFileBounded(s.p.AbsIn(s.dir, args[1]))
 	if err != nil {
-		fmt.Fprintf(sio.Err, "%s: .: can't open '%s': %s\n", s.arg0, args[1], lineError(err))
+		fmt.Fprintf(sio.Err, "%s: .: can't open '%s': %s\n", s.arg0, args[1], kernel.LineError(err))
 		return 2
 	}
 	if !s.enter(sio, args[1], "source") {
@@ -1361,9 +1335,9 @@ func builtinType(s *shell, args []string, sio kernel.Stdio) int {
 	return st
 }
 
-// appletSh is sh: -c STRING [ARG0 ARGS], a script file, or commands read
+// Sh is sh: -c STRING [ARG0 ARGS], a script file, or commands read
 // from stdin (with a "/ # " prompt on a TTY).
-func appletSh(p *kernel.Proc) int {
+func Sh(p *kernel.Proc) int {
 	s := newShell(p)
 	args := p.Args[1:]
 	cmdMode := false
@@ -1402,7 +1376,7 @@ func appletSh(p *kernel.Proc) int {
 	case len(args) > 0:
 		data, err := p.ReadFileBounded(p.Abs(args[0]))
 		if err != nil {
-			fmt.Fprintf(p.Stderr, "%s: can't open '%s': %s\n", s.arg0, args[0], lineError(err))
+			fmt.Fprintf(p.Stderr, "%s: can't open '%s': %s\n", s.arg0, args[0], kernel.LineError(err))
 			return 2
 		}
 		src = string(data)
@@ -1564,4 +1538,12 @@ func (s *shell) loopEnds() bool {
 		}
 	}
 	return s.exitReq || s.retReq || s.p.Ctx().Err() != nil
+}
+
+// Builtin reports whether name is one of the shell's own builtins (cd,
+// export, trap, ...), which `type` calls a shell builtin besides the inline
+// applets.
+func Builtin(name string) bool {
+	_, ok := shellBuiltins[name]
+	return ok
 }

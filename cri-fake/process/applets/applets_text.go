@@ -1,4 +1,4 @@
-package process
+package applets
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/shell"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
@@ -453,7 +454,7 @@ func wcLine(p *kernel.Proc, show []byte, l, w, c int, name string, withName bool
 func countArg(args []string) []string {
 	out := make([]string, 0, len(args)+1)
 	for _, a := range args {
-		if len(a) > 1 && a[0] == '-' && isDigits(a[1:]) {
+		if len(a) > 1 && a[0] == '-' && allDigits(a[1:]) {
 			out = append(out, "-n", a[1:])
 			continue
 		}
@@ -517,7 +518,7 @@ func appletTail(p *kernel.Proc) int {
 	return eachInput(p, files, func(_ int, f string, r io.Reader) bool {
 		data, err := kernel.ReadBounded(r)
 		if err != nil {
-			p.Errorf("%s", lineError(err))
+			p.Errorf("%s", kernel.LineError(err))
 			return true
 		}
 		lines := strings.SplitAfter(string(data), "\n")
@@ -639,7 +640,7 @@ type cutRange struct{ start, end int }
 // unless nosort (-D).
 func parseCutList(list string, nosort bool) ([]cutRange, error) {
 	num := func(s string) (int, error) {
-		if !isDigits(s) {
+		if !allDigits(s) {
 			return 0, fmt.Errorf("invalid number '%s'", s)
 		}
 		n, err := strconv.Atoi(s)
@@ -886,22 +887,12 @@ func appletCut(p *kernel.Proc) int {
 			w.WriteByte('\n')
 		}
 		if err := sc.Err(); err != nil {
-			p.Errorf("%s: %s", f, lineError(err))
+			p.Errorf("%s: %s", f, kernel.LineError(err))
 			st = 1
 		}
 		r.Close()
 	}
 	return st
-}
-
-func lineError(err error) string {
-	if errors.Is(err, bufio.ErrTooLong) {
-		return "line too long"
-	}
-	if errors.Is(err, kernel.ErrTooBig) {
-		return err.Error()
-	}
-	return vfs.Strerror(err)
 }
 
 // appletSeq is busybox's seq [-w] [-s SEP] [FIRST [INC]] LAST with its float arithmetic: the
@@ -1117,7 +1108,7 @@ func (t *testEval) and() (bool, error) {
 }
 
 func (t *testEval) not() (bool, error) {
-	if t.depth >= maxNest {
+	if t.depth >= shell.MaxNest {
 		// busybox's test recurses here until its stack overflows; cri-fake's stack is shared.
 		return false, fmt.Errorf("expression too complex")
 	}
@@ -1346,3 +1337,6 @@ func appletDirname(p *kernel.Proc) int {
 	fmt.Fprintln(p.Stdout, path.Dir(p.Args[1]))
 	return 0
 }
+
+// allDigits reports whether s is a non-empty run of ASCII digits.
+func allDigits(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }

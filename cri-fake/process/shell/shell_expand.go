@@ -1,4 +1,4 @@
-package process
+package shell
 
 import (
 	"bytes"
@@ -517,8 +517,8 @@ func trimPattern(v, pat string, prefix, longest bool) string {
 
 // commandSubst runs src in a subshell and returns its output without trailing newlines.
 func (s *shell) commandSubst(src string) (string, error) {
-	if s.nest >= maxNest {
-		return "", &expandError{fmt.Sprintf("command substitution: maximum nesting level exceeded (%d)", maxNest)}
+	if s.nest >= MaxNest {
+		return "", &expandError{fmt.Sprintf("command substitution: maximum nesting level exceeded (%d)", MaxNest)}
 	}
 	out := &substOutput{}
 	sub := s.subshell()
@@ -786,7 +786,7 @@ func (a *arithParser) term() (int64, error) {
 }
 
 func (a *arithParser) unary() (int64, error) {
-	if a.depth >= maxNest {
+	if a.depth >= MaxNest {
 		// bash: "expression recursion level exceeded"; ash would overflow its stack.
 		return 0, &expandError{"arithmetic: expression recursion level exceeded"}
 	}
