@@ -1,7 +1,8 @@
 // Package process simulates what runs inside cri-fake's containers: no real
 // process is started; each container gets a simulated process with its own
-// file system view (package vfs), a busybox-like set of applets, a POSIX sh
-// subset, web servers for the web images, signals and exit codes; its stdio
+// file system view (package vfs), a busybox-like set of applets (package
+// applets), a POSIX sh subset (package shell) over a small kernel (package
+// kernel: the process table, signals, the system calls the programs make), web servers for the web images, signals and exit codes; its stdio
 // goes through a CRI log writer and attach fan-out (package containerio). It
 // is generic: nothing in it knows about a particular test.
 //
@@ -19,7 +20,7 @@
 // context, so pgrep, pidof, ps, kill and /proc/<pid> see it. Signals follow
 // process-group rules for a shell's foreground command (or the kernel's init
 // rule with Spec.InitSignalRule). Every applet is a row of one table
-// (applettable.go). What is not simulated (seccomp, AppArmor, SELinux,
+// (applets/applettable.go). What is not simulated (seccomp, AppArmor, SELinux,
 // network/IPC/mount namespaces, cgroups, mounting) is never claimed to be
 // enforced: see README.md.
 package process
