@@ -2,9 +2,10 @@
 // process is started; each container gets a simulated process with its own
 // file system view (package vfs), a busybox-like set of applets (package
 // applets), a POSIX sh subset (package shell) over a small kernel (package
-// kernel: the process table, signals, the system calls the programs make), web servers for the web images, signals and exit codes; its stdio
-// goes through a CRI log writer and attach fan-out (package containerio). It
-// is generic: nothing in it knows about a particular test.
+// kernel: the process table, signals and exit codes, the system calls the
+// programs make) and web servers for the web images; its stdio goes through a
+// CRI log writer and attach fan-out (package containerio). It is generic:
+// nothing in it knows about a particular test.
 //
 // The runtime builds a Spec with FromCRI at CreateContainer, starts it with
 // Start, and answers StopContainer, ExecSync, Exec, Attach and Stats from the
