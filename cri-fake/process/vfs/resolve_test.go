@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,12 +12,10 @@ import (
 // container's check and its use (package process tests the same before
 // resolution, through the applets).
 func TestFSSwappedSymlink(t *testing.T) {
+	// swap makes x/sub a symlink to v.
 	swap := func(tb testing.TB, x, v string) {
-		tb.Helper()
-		if err := os.RemoveAll(filepath.Join(x, "sub")); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.Symlink(v, filepath.Join(x, "sub")); err != nil {
+		sub := filepath.Join(x, "sub")
+		if err := errors.Join(os.RemoveAll(sub), os.Symlink(v, sub)); err != nil {
 			tb.Fatal(err)
 		}
 	}
