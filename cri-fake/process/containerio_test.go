@@ -5,10 +5,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plugsim/plugsim/cri-fake/process/containerio"
 )
 
 // closeBuffer is an attach session's output: a buffer that knows it was closed.
@@ -33,12 +37,12 @@ func (c *closeBuffer) isClosed() bool {
 
 func TestContainerIOAttach(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "c.log")
-	logw, err := NewLogWriter(logPath)
+	logw, err := containerio.NewLogWriter(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logw.Close()
-	cio := NewContainerIO(logw, true, false)
+	cio := containerio.NewContainerIO(logw, true, false)
 	p := startProc(t, Spec{Args: []string{"/bin/sh"}, Stdin: cio.Stdin(), Stdout: cio.Stdout(), Stderr: cio.Stderr()})
 	go func() { p.Wait(); cio.Close() }()
 
@@ -95,7 +99,7 @@ func TestContainerIOAttach(t *testing.T) {
 }
 
 func TestContainerIONoStdin(t *testing.T) {
-	cio := NewContainerIO(nil, false, false)
+	cio := containerio.NewContainerIO(nil, false, false)
 	if cio.Stdin() != nil {
 		t.Fatal("stdin without the stdin flag")
 	}
@@ -112,4 +116,35 @@ func TestContainerIONoStdin(t *testing.T) {
 	p.Signal(9)
 	p.Wait()
 	cio.Close()
+}
+
+// TestLogWriterWithProcess wires a looping process to a log, as the runtime
+// does for log_path, and checks kubelet's line format.
+func TestLogWriterWithProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.log")
+	w, err := containerio.NewLogWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	so, se := w.Stream(containerio.Stdout), w.Stream(containerio.Stderr)
+	p := startProc(t, Spec{Args: []string{"sh", "-c", "echo out; echo err >&2; while true; do echo tick; sleep 0.01; done"}, Stdout: so, Stderr: se})
+	waitFor(t, "ticks", func() bool {
+		data, _ := os.ReadFile(path)
+		return strings.Count(string(data), "tick") >= 2
+	})
+	p.Signal(syscall.SIGTERM)
+	p.Wait()
+	so.Close()
+	se.Close()
+	data, _ := os.ReadFile(path)
+	line := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d) (stdout|stderr) [FP] .*$`)
+	for _, l := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		if !line.MatchString(l) {
+			t.Errorf("not a CRI log line: %q", l)
+		}
+	}
+	if !strings.Contains(string(data), " stdout F out\n") || !strings.Contains(string(data), " stderr F err\n") {
+		t.Errorf("log = %q", data)
+	}
 }

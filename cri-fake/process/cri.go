@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plugsim/plugsim/cri-fake/process/applets"
+	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -27,13 +30,13 @@ type ImageConfig struct {
 	// Layer is the image content. nil builds it with ImageLayer on every
 	// call; a runtime with many containers builds it once per image and
 	// keeps it here, so all containers of the image share it.
-	Layer *Layer
+	Layer *vfs.Layer
 }
 
 // ImageLayer builds an image's content: the base layer the behaviour names
 // (or GuessBase of the image's entrypoint and cmd) plus the behaviour's files.
 // The result is immutable once handed to NewFS and can be shared.
-func ImageLayer(img ImageConfig) (*Layer, error) {
+func ImageLayer(img ImageConfig) (*vfs.Layer, error) {
 	ib, err := ParseImageBehaviour(img.Behavior)
 	if err != nil {
 		return nil, err
@@ -47,7 +50,7 @@ func ImageLayer(img ImageConfig) (*Layer, error) {
 		layer.AddFile(p, []byte(content), 0o644)
 	}
 	for p, applet := range ib.Executables {
-		if _, ok := applets[applet]; !ok {
+		if _, ok := applets.Table().Lookup(applet); !ok {
 			return nil, fmt.Errorf("image behavior executables: %s: unknown applet %q", p, applet)
 		}
 		layer.AddApplet(p, applet)
@@ -64,7 +67,7 @@ func ImageLayer(img ImageConfig) (*Layer, error) {
 		if !strings.HasPrefix(p, "/") {
 			p = "/usr/local/bin/" + p
 		}
-		if !layer.has(prog[0]) {
+		if !layer.Has(prog[0]) {
 			layer.AddApplet(p, "program")
 		}
 	}
@@ -118,10 +121,10 @@ func ParseImageBehaviour(raw json.RawMessage) (ImageBehaviour, error) {
 }
 
 // Behaviour converts the catalog form into Spec.Behaviour.
-func (b ImageBehaviour) Behaviour() (Behaviour, error) {
-	out := Behaviour{CrashOnStart: b.CrashOnStart, LinesPerSecond: b.LinesPerSecond, FailReadiness: b.FailReadiness, MemoryBytes: b.MemoryBytes}
+func (b ImageBehaviour) Behaviour() (kernel.Behaviour, error) {
+	out := kernel.Behaviour{CrashOnStart: b.CrashOnStart, LinesPerSecond: b.LinesPerSecond, FailReadiness: b.FailReadiness, MemoryBytes: b.MemoryBytes}
 	if b.ExitCode != nil || b.ExitAfter != "" {
-		e := &ExitBehaviour{}
+		e := &kernel.ExitBehaviour{}
 		if b.ExitCode != nil {
 			e.Code = *b.ExitCode
 		}
@@ -203,7 +206,7 @@ type passwdEntry struct {
 	uid, gid int
 }
 
-func readPasswd(fsys *FS) []passwdEntry {
+func readPasswd(fsys *vfs.FS) []passwdEntry {
 	data, _ := fsys.ReadFile("/etc/passwd")
 	var out []passwdEntry
 	rest := string(data)
@@ -223,7 +226,7 @@ func readPasswd(fsys *FS) []passwdEntry {
 	return out
 }
 
-func lookupGroup(fsys *FS, name string) (int, bool) {
+func lookupGroup(fsys *vfs.FS, name string) (int, bool) {
 	data, _ := fsys.ReadFile("/etc/group")
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Split(line, ":")
@@ -237,7 +240,7 @@ func lookupGroup(fsys *FS, name string) (int, bool) {
 
 // memberGroups are the /etc/group entries listing user as a member
 // (containerd's supplemental groups from the image, policy Merge).
-func memberGroups(fsys *FS, user string) []int {
+func memberGroups(fsys *vfs.FS, user string) []int {
 	if user == "" {
 		return nil
 	}
@@ -265,8 +268,8 @@ func memberGroups(fsys *FS, user string) []int {
 // run_as_group, the user spec ("uid:gid"), or the user's /etc/passwd entry;
 // supplemental groups are the /etc/group memberships of the user plus the
 // requested ones. Capabilities follow EffectiveCapabilities.
-func ResolveIdentity(fsys *FS, imageUser string, sc *runtimeapi.LinuxContainerSecurityContext) (Identity, error) {
-	var id Identity
+func ResolveIdentity(fsys *vfs.FS, imageUser string, sc *runtimeapi.LinuxContainerSecurityContext) (kernel.Identity, error) {
+	var id kernel.Identity
 	userSpec := imageUser
 	if sc.GetRunAsUser() != nil {
 		userSpec = strconv.FormatInt(sc.GetRunAsUser().GetValue(), 10)
@@ -330,7 +333,7 @@ func ResolveIdentity(fsys *FS, imageUser string, sc *runtimeapi.LinuxContainerSe
 	}
 	id.Privileged = sc.GetPrivileged()
 	id.NoNewPrivs = sc.GetNoNewPrivs()
-	id.Capabilities = EffectiveCapabilities(sc.GetCapabilities().GetAddCapabilities(), sc.GetCapabilities().GetDropCapabilities(), sc.GetPrivileged())
+	id.Capabilities = kernel.EffectiveCapabilities(sc.GetCapabilities().GetAddCapabilities(), sc.GetCapabilities().GetDropCapabilities(), sc.GetPrivileged())
 	return id, nil
 }
 
@@ -342,8 +345,8 @@ func ResolveIdentity(fsys *FS, imageUser string, sc *runtimeapi.LinuxContainerSe
 // NetNS or Listen, and calls Start. Errors are what containerd reports at
 // CreateContainer (unknown user, run_as_group without a user, a missing
 // host path).
-func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConfig, img ImageConfig, podIPs []string) (Spec, error) {
-	var spec Spec
+func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConfig, img ImageConfig, podIPs []string) (kernel.Spec, error) {
+	var spec kernel.Spec
 	ib, err := ParseImageBehaviour(img.Behavior)
 	if err != nil {
 		return spec, err
@@ -375,7 +378,7 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 		hostname = sandbox.GetMetadata().GetName()
 	}
 	sc := cfg.GetLinux().GetSecurityContext()
-	fcfg := FSConfig{
+	fcfg := vfs.FSConfig{
 		Image:          layer,
 		Hostname:       hostname,
 		IPs:            podIPs,
@@ -386,7 +389,7 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 		MemoryLimit: cfg.GetLinux().GetResources().GetMemoryLimitInBytes(),
 	}
 	if d := sandbox.GetDnsConfig(); d != nil && !hostNetwork {
-		fcfg.DNS = &DNSConfig{Servers: d.GetServers(), Searches: d.GetSearches(), Options: d.GetOptions()}
+		fcfg.DNS = &vfs.DNSConfig{Servers: d.GetServers(), Searches: d.GetSearches(), Options: d.GetOptions()}
 	}
 	if !sc.GetPrivileged() {
 		// containerd ignores masked and read-only paths for privileged containers.
@@ -394,16 +397,16 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 		fcfg.ReadonlyPaths = sc.GetReadonlyPaths()
 	}
 	for _, u := range ib.Users {
-		fcfg.Users = append(fcfg.Users, User{Name: u.Name, UID: u.UID, GID: u.GID, Home: u.Home})
+		fcfg.Users = append(fcfg.Users, vfs.User{Name: u.Name, UID: u.UID, GID: u.GID, Home: u.Home})
 	}
 	for _, g := range ib.Groups {
-		fcfg.Groups = append(fcfg.Groups, Group{Name: g.Name, GID: g.GID, Members: g.Members})
+		fcfg.Groups = append(fcfg.Groups, vfs.Group{Name: g.Name, GID: g.GID, Members: g.Members})
 	}
 	for _, m := range cfg.GetMounts() {
 		if m.GetImage() != nil {
 			return spec, fmt.Errorf("mount %q: image volumes are not simulated", m.GetContainerPath())
 		}
-		fcfg.Mounts = append(fcfg.Mounts, Mount{ContainerPath: m.GetContainerPath(), HostPath: m.GetHostPath(), Readonly: m.GetReadonly(), RecursiveReadOnly: m.GetRecursiveReadOnly()})
+		fcfg.Mounts = append(fcfg.Mounts, vfs.Mount{ContainerPath: m.GetContainerPath(), HostPath: m.GetHostPath(), Readonly: m.GetReadonly(), RecursiveReadOnly: m.GetRecursiveReadOnly()})
 	}
 	spec.FS, err = NewFS(fcfg)
 	if err != nil {
@@ -424,7 +427,7 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 	}
 	spec.Hostname = hostname
 	spec.TTY = cfg.GetTty()
-	spec.PidsLimit = PidsLimit(cfg.GetLinux().GetResources())
+	spec.PidsLimit = kernel.PidsLimit(cfg.GetLinux().GetResources())
 	return spec, nil
 }
 
@@ -433,7 +436,7 @@ func mergeEnv(image []string, envs []*runtimeapi.KeyValue) []string {
 	out := append([]string(nil), image...)
 	for _, kv := range envs {
 		k := kv.GetKey()
-		out = unsetEnv(out, k)
+		out = kernel.UnsetEnv(out, k)
 		out = append(out, k+"="+string(kv.GetValue()))
 	}
 	return out

@@ -8,22 +8,13 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // layerUse is what the container's own layer is counted for, and the
 // capacity of the arrays file p really holds (0 when p is "").
-func layerUse(f *FS, p string) (counted, capacity int64) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	if n := f.upper[p]; n != nil {
-		capacity = int64(cap(n.data))
-		for _, c := range n.chunks {
-			capacity += int64(cap(c))
-		}
-	}
-	return f.held + f.meta, capacity
-}
+func layerUse(f *FS, p string) (counted, capacity int64) { return f.Held(p) }
 
 // TestFSMemoryBound: the container's in-memory files are bounded by its
 // memory limit; past it a write fails with ENOSPC and nothing more is kept.
@@ -50,7 +41,7 @@ func TestFSMemoryBound(t *testing.T) {
 			base, _ := layerUse(fsys, "")
 			out, errOut, code := sh(t, fsys, tc.script)
 			if tc.full {
-				want := limit - base - entryCost("/tmp/fill")
+				want := limit - base - vfs.EntryCost("/tmp/fill")
 				if st, err := fsys.Stat("/tmp/fill"); err != nil || st.Size() != want {
 					t.Errorf("/tmp/fill: %v, %v; want %d bytes", st, err, want)
 				}
@@ -62,7 +53,7 @@ func TestFSMemoryBound(t *testing.T) {
 			if counted > limit || capacity > limit {
 				t.Errorf("layer counted for %d bytes, file arrays %d bytes: over the %d bound", counted, capacity, limit)
 			}
-			if st, err := fsys.Stat("/tmp/fill"); err == nil && capacity-st.Size() > maxChunk {
+			if st, err := fsys.Stat("/tmp/fill"); err == nil && capacity-st.Size() > vfs.MaxChunk {
 				t.Errorf("/tmp/fill holds %d bytes in arrays of %d", st.Size(), capacity)
 			}
 			if w := fsys.WritableLayerBytes(); w > limit {
@@ -89,8 +80,8 @@ func TestFSMemoryBoundDefault(t *testing.T) {
 		n, err = w.Write(chunk)
 		total += n
 	}
-	if !errors.Is(err, syscall.ENOSPC) || strerror(err) != "No space left on device" {
-		t.Fatalf("write past the bound: %d, %v (%q)", n, err, strerror(err))
+	if !errors.Is(err, syscall.ENOSPC) || vfs.Strerror(err) != "No space left on device" {
+		t.Fatalf("write past the bound: %d, %v (%q)", n, err, vfs.Strerror(err))
 	}
 	if total >= DefaultMemoryLimit || total < DefaultMemoryLimit-64<<10 {
 		t.Errorf("wrote %d bytes before ENOSPC, want just under %d", total, DefaultMemoryLimit)
@@ -136,7 +127,7 @@ func TestFSMemoryBoundEntries(t *testing.T) {
 			if !errors.Is(err, syscall.ENOSPC) {
 				t.Fatalf("after %d entries: %v, want ENOSPC", i, err)
 			}
-			if i > limit/entryOverhead {
+			if i > limit/vfs.EntryOverhead {
 				t.Errorf("%d entries fit in %d bytes", i, limit)
 			}
 			if counted, _ := layerUse(fsys, ""); counted > limit {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugsim/plugsim/cri-fake/process/kernel"
 	"github.com/plugsim/plugsim/internal/crashtest"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -602,7 +603,7 @@ func TestHeldInputIsBounded(t *testing.T) {
 			// holds a few copies of at most maxHeldBytes (a string, its builder, growth slack)
 			// and the garbage the collector has not taken yet (measured: 88 MiB at most), never
 			// an endless input.
-			bound := uint64(8 * maxHeldBytes)
+			bound := uint64(8 * kernel.MaxHeldBytes)
 			if strings.HasSuffix(tc.name, "streams") || strings.Contains(tc.name, "streams ") {
 				bound = 16 << 20
 			}

@@ -1,65 +1,14 @@
-package process
+package applets
 
 import (
-	"context"
 	"encoding/hex"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 
-	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/plugsim/plugsim/cri-fake/process/kernel"
 )
-
-// ListenInNetNS listens inside the network namespace at nsPath: the calling
-// goroutine's OS thread is locked, moved into the namespace for the socket(2)
-// and bind(2), and moved back (containernetworking/plugins pkg/ns does the
-// lock/setns/restore). The socket stays in that namespace afterwards.
-func ListenInNetNS(nsPath, network, address string) (net.Listener, error) {
-	var l net.Listener
-	err := ns.WithNetNSPath(nsPath, func(ns.NetNS) error {
-		var err error
-		l, err = net.Listen(network, address)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-// DialInNetNS connects to address from inside the network namespace at nsPath
-// (for PortForward into a pod whose servers listen in its namespace). The
-// connect happens on the locked thread; the connection keeps working after.
-func DialInNetNS(ctx context.Context, nsPath, network, address string) (net.Conn, error) {
-	var c net.Conn
-	err := ns.WithNetNSPath(nsPath, func(ns.NetNS) error {
-		var d net.Dialer
-		var err error
-		c, err = d.DialContext(ctx, network, address)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// readProcNet reads /proc/net/<file> as seen from the container's network
-// namespace.
-func (c *container) readProcNet(file string) ([]byte, error) {
-	if c.spec.NetNS == "" {
-		return os.ReadFile("/proc/net/" + file)
-	}
-	var data []byte
-	err := ns.WithNetNSPath(c.spec.NetNS, func(ns.NetNS) error {
-		var err error
-		data, err = os.ReadFile("/proc/thread-self/net/" + file)
-		return err
-	})
-	return data, err
-}
 
 // procNetAddr decodes "0100007F:1F90" (and the 32-hex-digit IPv6 form).
 func procNetAddr(s string) string {
@@ -90,20 +39,20 @@ var tcpStates = map[string]string{"01": "ESTABLISHED", "02": "SYN_SENT", "03": "
 // With a runtime-provided Listen function there is no kernel namespace to
 // read, so only the simulated servers' ports would be known; that case
 // prints the header only.
-func appletNetstat(p *proc) int {
-	opts, _, _ := flags(p.args[1:], "")
+func appletNetstat(p *kernel.Proc) int {
+	opts, _, _ := flags(p.Args[1:], "")
 	listening := opts['l'] != ""
 	tcp, udp := opts['t'] != "", opts['u'] != ""
 	if !tcp && !udp {
 		tcp, udp = true, true
 	}
 	if listening {
-		fmt.Fprintln(p.stdout, "Active Internet connections (only servers)")
+		fmt.Fprintln(p.Stdout, "Active Internet connections (only servers)")
 	} else {
-		fmt.Fprintln(p.stdout, "Active Internet connections (w/o servers)")
+		fmt.Fprintln(p.Stdout, "Active Internet connections (w/o servers)")
 	}
-	fmt.Fprintf(p.stdout, "%-5s %6s %6s %-23s %-23s %-12s\n", "Proto", "Recv-Q", "Send-Q", "Local Address", "Foreign Address", "State")
-	if p.c.spec.Listen != nil {
+	fmt.Fprintf(p.Stdout, "%-5s %6s %6s %-23s %-23s %-12s\n", "Proto", "Recv-Q", "Send-Q", "Local Address", "Foreign Address", "State")
+	if !p.KernelNetwork() {
 		return 0
 	}
 	var files [][2]string
@@ -114,7 +63,7 @@ func appletNetstat(p *proc) int {
 		files = append(files, [2]string{"udp", "udp"}, [2]string{"udp6", "udp"})
 	}
 	for _, f := range files {
-		data, err := p.c.readProcNet(f[0])
+		data, err := p.ReadProcNet(f[0])
 		if err != nil {
 			continue
 		}
@@ -139,7 +88,7 @@ func appletNetstat(p *proc) int {
 			if strings.HasSuffix(remote, ":0") {
 				remote = strings.TrimSuffix(remote, "0") + "*"
 			}
-			fmt.Fprintf(p.stdout, "%-5s %6d %6d %-23s %-23s %-12s\n", proto, 0, 0, procNetAddr(fl[1]), remote, state)
+			fmt.Fprintf(p.Stdout, "%-5s %6d %6d %-23s %-23s %-12s\n", proto, 0, 0, procNetAddr(fl[1]), remote, state)
 		}
 	}
 	return 0

@@ -1,4 +1,4 @@
-package process
+package applets
 
 import (
 	"context"
@@ -9,11 +9,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
 // wgetDefaultTimeout is busybox wget's network timeout when -T is not given (900 s,
@@ -129,16 +131,16 @@ func parseWgetArgs(args []string) (wgetOpts, error) {
 // pod), so it reaches what that namespace routes to and nothing else. Hosts are IP literals or
 // localhost: the simulation has no resolver, and the host's would ask DNS servers outside the
 // machine. With Spec.Listen (no kernel namespace) there is no network to connect from.
-func appletWget(p *proc) int {
-	o, err := parseWgetArgs(p.args[1:])
+func appletWget(p *kernel.Proc) int {
+	o, err := parseWgetArgs(p.Args[1:])
 	if err != nil {
-		p.errorf("%v", err)
-		fmt.Fprintln(p.stderr, "Usage: wget [-cqS] [--spider] [-O FILE] [-T SEC] [-U AGENT] [--header 'HEADER: VALUE'] URL...")
+		p.Errorf("%v", err)
+		fmt.Fprintln(p.Stderr, "Usage: wget [-cqS] [--spider] [-O FILE] [-T SEC] [-U AGENT] [--header 'HEADER: VALUE'] URL...")
 		return 1
 	}
 	status := 0
 	for _, u := range o.urls {
-		if !p.wgetOne(o, u) {
+		if !wgetOne(p, o, u) {
 			status = 1
 			break // busybox stops at the first URL that fails
 		}
@@ -146,33 +148,33 @@ func appletWget(p *proc) int {
 	return status
 }
 
-func (p *proc) wgetOne(o wgetOpts, raw string) bool {
+func wgetOne(p *kernel.Proc, o wgetOpts, raw string) bool {
 	if !strings.Contains(raw, "://") {
 		raw = "http://" + raw // busybox prepends http:// to a URL without a scheme
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		p.errorf("bad address '%s'", raw)
+		p.Errorf("bad address '%s'", raw)
 		return false
 	}
 	switch u.Scheme {
 	case "http":
 	case "https", "ftp":
-		p.errorf("%s:// is not simulated (only http://)", u.Scheme)
+		p.Errorf("%s:// is not simulated (only http://)", u.Scheme)
 		return false
 	default:
-		p.errorf("not an http or ftp url: %s", raw)
+		p.Errorf("not an http or ftp url: %s", raw)
 		return false
 	}
 	// -T 0 is no timeout: busybox arms alarm(timeout), and alarm(0) arms none.
-	ctx, cancel := context.WithCancel(p.ctx())
+	ctx, cancel := context.WithCancel(p.Ctx())
 	if o.timeout > 0 {
-		ctx, cancel = context.WithTimeout(p.ctx(), o.timeout)
+		ctx, cancel = context.WithTimeout(p.Ctx(), o.timeout)
 	}
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		p.errorf("bad address '%s'", raw)
+		p.Errorf("bad address '%s'", raw)
 		return false
 	}
 	if o.spider {
@@ -192,12 +194,14 @@ func (p *proc) wgetOne(o wgetOpts, raw string) bool {
 		port = "80"
 	}
 	if !o.quiet {
-		fmt.Fprintf(p.stderr, "Connecting to %s (%s)\n", u.Host, net.JoinHostPort(u.Hostname(), port))
+		fmt.Fprintf(p.Stderr, "Connecting to %s (%s)\n", u.Host, net.JoinHostPort(u.Hostname(), port))
 	}
 	client := &http.Client{
 		Transport: &http.Transport{
-			Proxy:             nil, // the host's http_proxy is not the container's
-			DialContext:       p.wgetDial,
+			Proxy: nil, // the host's http_proxy is not the container's
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				return wgetDial(p, ctx, network, addr)
+			},
 			DisableKeepAlives: true,
 		},
 		CheckRedirect: func(r *http.Request, via []*http.Request) error {
@@ -212,25 +216,25 @@ func (p *proc) wgetOne(o wgetOpts, raw string) bool {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		p.wgetError(ctx, err, u.Hostname())
+		wgetError(p, ctx, err, u.Hostname())
 		return false
 	}
 	defer resp.Body.Close()
 	if o.serverResponse {
-		fmt.Fprintf(p.stderr, "  %s %s\n", resp.Proto, resp.Status)
+		fmt.Fprintf(p.Stderr, "  %s %s\n", resp.Proto, resp.Status)
 		for k, vs := range resp.Header {
 			for _, v := range vs {
-				fmt.Fprintf(p.stderr, "  %s: %s\n", k, v)
+				fmt.Fprintf(p.Stderr, "  %s: %s\n", k, v)
 			}
 		}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		p.errorf("server returned error: %s %s", resp.Proto, resp.Status)
+		p.Errorf("server returned error: %s %s", resp.Proto, resp.Status)
 		return false
 	}
 	if o.spider {
 		if !o.quiet {
-			fmt.Fprintln(p.stderr, "remote file exists")
+			fmt.Fprintln(p.Stderr, "remote file exists")
 		}
 		return true
 	}
@@ -241,35 +245,35 @@ func (p *proc) wgetOne(o wgetOpts, raw string) bool {
 			name = "index.html"
 		}
 	}
-	var w io.Writer = p.stdout
+	var w io.Writer = p.Stdout
 	if name != "-" {
-		f, err := p.c.fs.openWrite(p.cred(), p.abs(name), false, 0o644)
+		f, err := p.OpenWrite(p.Abs(name), false, 0o644)
 		if err != nil {
-			p.errorf("can't open '%s': %s", name, strerror(err))
+			p.Errorf("can't open '%s': %s", name, vfs.Strerror(err))
 			return false
 		}
 		defer f.Close()
 		w = f
 		if !o.quiet {
-			fmt.Fprintf(p.stderr, "saving to '%s'\n", name)
+			fmt.Fprintf(p.Stderr, "saving to '%s'\n", name)
 		}
 	} else if !o.quiet {
-		fmt.Fprintln(p.stderr, "writing to stdout")
+		fmt.Fprintln(p.Stderr, "writing to stdout")
 	}
 	// Streamed: nothing of the body is held, whatever its size.
 	if _, err := copyCtx(p, w, resp.Body); err != nil {
 		if ctx.Err() != nil {
-			p.errorf("download timed out")
+			p.Errorf("download timed out")
 		} else {
-			p.errorf("%s", strerror(err))
+			p.Errorf("%s", vfs.Strerror(err))
 		}
 		return false
 	}
 	if !o.quiet {
 		if name == "-" {
-			fmt.Fprintln(p.stderr, " written to stdout")
+			fmt.Fprintln(p.Stderr, " written to stdout")
 		} else {
-			fmt.Fprintf(p.stderr, "'%s' saved\n", name)
+			fmt.Fprintf(p.Stderr, "'%s' saved\n", name)
 		}
 	}
 	return true
@@ -277,7 +281,7 @@ func (p *proc) wgetOne(o wgetOpts, raw string) bool {
 
 // wgetDial connects from the container's network namespace. Only IP literals and localhost
 // resolve (see appletWget).
-func (p *proc) wgetDial(ctx context.Context, network, addr string) (net.Conn, error) {
+func wgetDial(p *kernel.Proc, ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -289,14 +293,7 @@ func (p *proc) wgetDial(ctx context.Context, network, addr string) (net.Conn, er
 		return nil, &wgetBadAddress{host}
 	}
 	addr = net.JoinHostPort(host, port)
-	switch {
-	case p.c.spec.Listen != nil:
-		return nil, &net.OpError{Op: "dial", Net: network, Err: os.NewSyscallError("connect", syscall.ENETUNREACH)}
-	case p.c.spec.NetNS != "":
-		return DialInNetNS(ctx, p.c.spec.NetNS, network, addr)
-	}
-	var d net.Dialer
-	return d.DialContext(ctx, network, addr)
+	return p.Dial(ctx, network, addr)
 }
 
 type wgetBadAddress struct{ host string }
@@ -304,18 +301,18 @@ type wgetBadAddress struct{ host string }
 func (e *wgetBadAddress) Error() string { return "bad address '" + e.host + "'" }
 
 // wgetError words a failed request as busybox does.
-func (p *proc) wgetError(ctx context.Context, err error, host string) {
+func wgetError(p *kernel.Proc, ctx context.Context, err error, host string) {
 	var bad *wgetBadAddress
 	var errno syscall.Errno
 	switch {
 	case errors.As(err, &bad):
-		p.errorf("%s", bad.Error())
-	case ctx.Err() != nil && p.ctx().Err() == nil:
-		p.errorf("download timed out")
+		p.Errorf("%s", bad.Error())
+	case ctx.Err() != nil && p.Ctx().Err() == nil:
+		p.Errorf("download timed out")
 	case errors.As(err, &errno):
-		p.errorf("can't connect to remote host (%s): %s", host, wgetStrerror(errno))
+		p.Errorf("can't connect to remote host (%s): %s", host, wgetStrerror(errno))
 	default:
-		p.errorf("%v", err)
+		p.Errorf("%v", err)
 	}
 }
 
@@ -330,5 +327,5 @@ func wgetStrerror(e syscall.Errno) string {
 	case syscall.ETIMEDOUT:
 		return "Connection timed out"
 	}
-	return strerror(e)
+	return vfs.Strerror(e)
 }

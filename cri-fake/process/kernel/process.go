@@ -1,4 +1,4 @@
-package process
+package kernel
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/plugsim/plugsim/cri-fake/process/containerio"
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
 // Identity is who a container's processes run as (LinuxContainerSecurityContext).
@@ -66,7 +69,7 @@ type Spec struct {
 	Identity   Identity
 	Hostname   string
 	// FS is the container's file system view (NewFS). nil means a fresh busybox view.
-	FS *FS
+	FS *vfs.FS
 	// Stdin, Stdout and Stderr may be nil (empty input, discarded output). The
 	// writers are called from several goroutines but never concurrently.
 	Stdin  io.Reader
@@ -178,10 +181,12 @@ type Stats struct {
 
 // container is what the main process and its execs share.
 type container struct {
-	fs        *FS
+	fs        *vfs.FS
 	spec      Spec
 	hostname  string
 	readiness bool
+	// applets is what the container's executables run (applettable.go).
+	applets *AppletSet
 
 	pidns *PIDNamespace
 	// procs is how many processes of this container hold a pid slot (table entries and
@@ -212,13 +217,9 @@ type Process struct {
 	height     uint16
 }
 
-const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-// Start runs spec's command as a container's main process (pid 1). It fails
-// with an *ExecError when the executable cannot be found or run, which
-// containerd reports from StartContainer. ctx bounds only the start itself: the
-// process lives until it exits or is signalled.
-func Start(ctx context.Context, spec Spec) (*Process, error) {
+// StartWith is Start with the table of applets the container's executables
+// run.
+func StartWith(ctx context.Context, spec Spec, applets *AppletSet) (*Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -226,17 +227,13 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		return nil, errors.New("no command specified")
 	}
 	if spec.FS == nil {
-		f, err := NewFS(FSConfig{Hostname: spec.Hostname})
-		if err != nil {
-			return nil, err
-		}
-		spec.FS = f
+		return nil, errors.New("process: no file system view (Spec.FS)")
 	}
 	if spec.CPUs <= 0 {
 		spec.CPUs = 2
 	}
 	env := withDefaultEnv(spec.Env, spec.Hostname, spec.Identity)
-	c := &container{fs: spec.FS, spec: spec, hostname: spec.Hostname, pidns: spec.PIDNamespace, cpuAt: time.Now()}
+	c := &container{fs: spec.FS, spec: spec, hostname: spec.Hostname, pidns: spec.PIDNamespace, cpuAt: time.Now(), applets: applets}
 	if c.pidns == nil {
 		c.pidns = NewPIDNamespace()
 	}
@@ -244,8 +241,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		c.hostname = "localhost"
 	}
 	c.readiness = !spec.Behaviour.FailReadiness
-	c.fs.proc = c.procFile
-	c.fs.procList = c.procPids
+	c.fs.SetProc(c.procFile, c.procPids)
 	wd := spec.WorkingDir
 	if wd == "" {
 		wd = "/"
@@ -259,7 +255,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 
 // Lookup reports whether args[0] can be run in fsys with env's PATH, returning
 // the same *ExecError Start would. A runtime can call it at CreateContainer.
-func Lookup(fsys *FS, args, env []string, workingDir string) error {
+func Lookup(fsys *vfs.FS, args, env []string, workingDir string) error {
 	if len(args) == 0 {
 		return errors.New("no command specified")
 	}
@@ -282,7 +278,7 @@ func withDefaultEnv(env []string, hostname string, id Identity) []string {
 		return false
 	}
 	if !has("PATH") {
-		out = append(out, "PATH="+defaultPath)
+		out = append(out, "PATH="+vfs.DefaultPath)
 	}
 	if !has("HOSTNAME") && hostname != "" {
 		out = append(out, "HOSTNAME="+hostname)
@@ -314,24 +310,24 @@ func envLookup(env []string, k string) (string, bool) {
 // lookPath resolves name like execvp in the container: a name with a slash is a
 // path (relative to wd), anything else is searched in PATH; applets that exist
 // only as shell builtins are not files.
-func (c *container) lookPath(name string, env []string, wd string) (executable, error) {
+func (c *container) lookPath(name string, env []string, wd string) (vfs.Executable, error) {
 	if name == "" {
-		return executable{}, &ExecError{Name: name, Err: ErrNotFound}
+		return vfs.Executable{}, &ExecError{Name: name, Err: ErrNotFound}
 	}
 	if strings.Contains(name, "/") {
 		p := name
 		if !strings.HasPrefix(p, "/") {
 			p = wd + "/" + p
 		}
-		exe, err := c.fs.lookExec(p)
+		exe, err := c.fs.LookExec(p)
 		if err != nil {
-			return executable{}, &ExecError{Name: name, Err: err}
+			return vfs.Executable{}, &ExecError{Name: name, Err: err}
 		}
 		return exe, nil
 	}
 	path, ok := envLookup(env, "PATH")
 	if !ok {
-		path = defaultPath // execvp's (and busybox ash's) default when PATH is unset
+		path = vfs.DefaultPath // execvp's (and busybox ash's) default when PATH is unset
 	}
 	var denied error
 	for _, dir := range strings.Split(path, ":") {
@@ -342,7 +338,7 @@ func (c *container) lookPath(name string, env []string, wd string) (executable, 
 		if !strings.HasPrefix(p, "/") {
 			p = wd + "/" + p
 		}
-		exe, err := c.fs.lookExec(p)
+		exe, err := c.fs.LookExec(p)
 		if err == nil {
 			return exe, nil
 		}
@@ -351,9 +347,9 @@ func (c *container) lookPath(name string, env []string, wd string) (executable, 
 		}
 	}
 	if denied != nil {
-		return executable{}, &ExecError{Name: name, Err: denied}
+		return vfs.Executable{}, &ExecError{Name: name, Err: denied}
 	}
-	return executable{}, &ExecError{Name: name, Err: ErrNotFound}
+	return vfs.Executable{}, &ExecError{Name: name, Err: ErrNotFound}
 }
 
 // gate drops writes once its process has ended, so a goroutine that has not yet
@@ -379,13 +375,13 @@ func (g *gate) close() {
 	g.mu.Unlock()
 }
 
-func (c *container) run(exe executable, args, env []string, wd string, stdin io.Reader, stdout, stderr io.Writer, tty, main bool) (*Process, error) {
+func (c *container) run(exe vfs.Executable, args, env []string, wd string, stdin io.Reader, stdout, stderr io.Writer, tty, main bool) (*Process, error) {
 	p := &Process{c: c, done: make(chan struct{}), startedAt: time.Now()}
 	out, errw := &gate{w: stdout}, &gate{w: stderr}
 	p.gates = []*gate{out, errw}
 	var in io.Reader = stdin
 	var sout, serr io.Writer = out, errw
-	var ttyIn *ttyReader
+	var ttyIn *containerio.TTY
 	if tty {
 		if stdin == nil {
 			// A terminal nobody types into never ends: reads block until the
@@ -394,9 +390,9 @@ func (c *container) run(exe executable, args, env []string, wd string, stdin io.
 			stdin = r
 			p.onFinish = append(p.onFinish, func() { w.Close() })
 		}
-		ttyIn = newTTY(stdin, out)
+		ttyIn = containerio.NewTTY(stdin, out)
 		in = ttyIn
-		sout = &crlfWriter{w: out}
+		sout = &containerio.CRLFWriter{W: out}
 		serr = sout
 	}
 	if in == nil {
@@ -409,10 +405,10 @@ func (c *container) run(exe executable, args, env []string, wd string, stdin io.
 	}
 	p.t = t
 	if ttyIn != nil {
-		ttyIn.interrupt = func() { t.signal(syscall.SIGINT) }
-		ttyIn.start()
+		ttyIn.Interrupt = func() { t.signal(syscall.SIGINT) }
+		ttyIn.Start()
 	}
-	pr := &proc{t: t, c: c, args: args, env: env, dir: wd, stdin: in, stdout: sout, stderr: serr, tty: tty, exe: exe}
+	pr := &Proc{t: t, c: c, Args: args, Env: env, Dir: wd, Stdin: in, Stdout: sout, Stderr: serr, TTY: tty, Exe: exe}
 	finished := make(chan int, 1)
 	if b := c.spec.Behaviour; main && b.CrashOnStart {
 		code := 1
@@ -424,7 +420,7 @@ func (c *container) run(exe executable, args, env []string, wd string, stdin io.
 	} else {
 		go func() {
 			defer t.recoverCrash()
-			finished <- pr.runExecutable()
+			finished <- pr.RunExecutable()
 		}()
 		if main {
 			c.startBehaviour(p, pr)
@@ -434,11 +430,11 @@ func (c *container) run(exe executable, args, env []string, wd string, stdin io.
 		var code int
 		select {
 		case code = <-finished:
-			if ec, ok := exitCause(t.ctx); ok {
+			if ec, ok := ExitCause(t.ctx); ok {
 				code = ec
 			}
 		case <-t.ctx.Done():
-			code, _ = exitCause(t.ctx)
+			code, _ = ExitCause(t.ctx)
 		}
 		p.finish(code, main)
 	}()
@@ -477,7 +473,7 @@ func (p *Process) finish(code int, main bool) {
 	close(p.done)
 }
 
-func (c *container) startBehaviour(p *Process, pr *proc) {
+func (c *container) startBehaviour(p *Process, pr *Proc) {
 	b := c.spec.Behaviour
 	if b.Exit != nil {
 		go func() {
@@ -499,7 +495,7 @@ func (c *container) startBehaviour(p *Process, pr *proc) {
 			for n := 1; ; n++ {
 				select {
 				case <-tick.C:
-					fmt.Fprintf(pr.stdout, "%s line %d\n", time.Now().UTC().Format(time.RFC3339Nano), n)
+					fmt.Fprintf(pr.Stdout, "%s line %d\n", time.Now().UTC().Format(time.RFC3339Nano), n)
 				case <-p.t.ctx.Done():
 					return
 				}
@@ -524,6 +520,19 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	}
 	p.t.signal(sig)
 	return nil
+}
+
+// Ended is why the process's context ended (context.Canceled once a signal
+// or its exit ended it; cancelled synchronously, before Done is closed), nil
+// while it runs.
+func (p *Process) Ended() error { return p.t.ctx.Err() }
+
+// HasSignalHandler reports whether the process installed a handler for its
+// signals (a shell's trap).
+func (p *Process) HasSignalHandler() bool {
+	p.t.mu.Lock()
+	defer p.t.mu.Unlock()
+	return p.t.handler != nil
 }
 
 // Done is closed when the process has ended.
@@ -566,7 +575,7 @@ func (p *Process) Resize(width, height uint16) {
 func (p *Process) ReadinessFailing() bool { return !p.c.readiness }
 
 // FS is the container's file system.
-func (p *Process) FS() *FS { return p.c.fs }
+func (p *Process) FS() *vfs.FS { return p.c.fs }
 
 // Exec runs another command in the same container (ExecSync, Exec). It fails
 // with ErrNotRunning when the main process has ended and with an *ExecError
@@ -618,8 +627,8 @@ const MaxExecSyncOutput = 16 << 20
 // table, as critest's "execSync with timeout" checks with pgrep) and
 // ErrExecTimeout is returned with the output so far.
 func (p *Process) ExecSync(ctx context.Context, args []string, timeout time.Duration) (stdout, stderr []byte, exitCode int, err error) {
-	out := newCappedOutput(MaxExecSyncOutput)
-	so, se := &out.stdout, &out.stderr
+	out := NewCappedOutput(MaxExecSyncOutput)
+	so, se := &out.Stdout, &out.Stderr
 	e, err := p.Exec(ctx, ExecSpec{Args: args, Stdout: so, Stderr: se})
 	if err != nil {
 		return nil, nil, 0, err
@@ -670,24 +679,26 @@ func (p *Process) ExecStream(ctx context.Context, args []string, in io.Reader, o
 
 // cappedOutput is the output of an ExecSync: its streams share one budget of remain bytes, and
 // what does not fit is dropped (the writer is told it was written, so the command goes on).
-type cappedOutput struct {
+type CappedOutput struct {
 	mu             sync.Mutex
 	remain         int
-	stdout, stderr cappedStream
+	Stdout, Stderr CappedStream
 }
 
-func newCappedOutput(limit int) *cappedOutput {
-	o := &cappedOutput{remain: limit}
-	o.stdout.o, o.stderr.o = o, o
+// NewCappedOutput keeps at most limit bytes of what its Stdout and Stderr are
+// written, the two together (ExecSync's bound).
+func NewCappedOutput(limit int) *CappedOutput {
+	o := &CappedOutput{remain: limit}
+	o.Stdout.o, o.Stderr.o = o, o
 	return o
 }
 
-type cappedStream struct {
-	o *cappedOutput
+type CappedStream struct {
+	o *CappedOutput
 	b []byte
 }
 
-func (c *cappedStream) Write(p []byte) (int, error) {
+func (c *CappedStream) Write(p []byte) (int, error) {
 	c.o.mu.Lock()
 	defer c.o.mu.Unlock()
 	n := min(len(p), c.o.remain)
@@ -697,7 +708,7 @@ func (c *cappedStream) Write(p []byte) (int, error) {
 }
 
 // Bytes is what was kept so far.
-func (c *cappedStream) Bytes() []byte {
+func (c *CappedStream) Bytes() []byte {
 	c.o.mu.Lock()
 	defer c.o.mu.Unlock()
 	return c.b[:len(c.b):len(c.b)]
@@ -754,4 +765,14 @@ func (p *Process) Stats() Stats {
 	}
 	c.mu.Unlock()
 	return Stats{MemoryBytes: mem, CPUNanos: uint64(cpu), WritableLayerBytes: uint64(c.fs.WritableLayerBytes()), Processes: n}
+}
+
+func UnsetEnv(env []string, k string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, k+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package process
+package containerio
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ const (
 
 // maxLogLine is where a line without newline is cut into partial (P) records;
 // containerd's cio reads lines through a 16 KiB bufio reader.
-const maxLogLine = 16 * 1024
+const MaxLogLine = 16 * 1024
 
 // LogWriter writes a container's output to log_path in the CRI log format
 // kubelet parses (pkg/kubelet/kuberuntime/logs):
@@ -148,11 +148,11 @@ func (s *logStream) Write(p []byte) (int, error) {
 		}
 		s.buf = s.buf[i+1:]
 	}
-	for len(s.buf) >= maxLogLine {
-		if err := s.w.record(s.name, "P", s.buf[:maxLogLine]); err != nil {
+	for len(s.buf) >= MaxLogLine {
+		if err := s.w.record(s.name, "P", s.buf[:MaxLogLine]); err != nil {
 			return 0, err
 		}
-		s.buf = s.buf[maxLogLine:]
+		s.buf = s.buf[MaxLogLine:]
 	}
 	if len(s.buf) == 0 {
 		s.buf = nil
@@ -162,11 +162,11 @@ func (s *logStream) Write(p []byte) (int, error) {
 
 // emit writes one logical line, splitting it into P records when long.
 func (s *logStream) emit(line []byte, full bool) error {
-	for len(line) > maxLogLine {
-		if err := s.w.record(s.name, "P", line[:maxLogLine]); err != nil {
+	for len(line) > MaxLogLine {
+		if err := s.w.record(s.name, "P", line[:MaxLogLine]); err != nil {
 			return err
 		}
-		line = line[maxLogLine:]
+		line = line[MaxLogLine:]
 	}
 	tag := "P"
 	if full {

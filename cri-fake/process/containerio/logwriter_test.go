@@ -1,13 +1,11 @@
-package process
+package containerio
 
 import (
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -27,7 +25,7 @@ func newLogWriter(tb testing.TB) (*LogWriter, string) {
 }
 
 func TestLogWriterFormat(t *testing.T) {
-	long := strings.Repeat("x", maxLogLine+10)
+	long := strings.Repeat("x", MaxLogLine+10)
 	ts := fixedTime.Format(time.RFC3339Nano)
 	tests := []struct {
 		name   string
@@ -40,7 +38,7 @@ func TestLogWriterFormat(t *testing.T) {
 		{"stderr", []string{"oops\n"}, Stderr, ts + " stderr F oops\n"},
 		{"empty line", []string{"\n"}, Stdout, ts + " stdout F \n"},
 		{"no newline flushed at close", []string{"hello"}, Stdout, ts + " stdout F hello\n"},
-		{"long line is partial", []string{long + "\n"}, Stdout, ts + " stdout P " + long[:maxLogLine] + "\n" + ts + " stdout F " + long[maxLogLine:] + "\n"},
+		{"long line is partial", []string{long + "\n"}, Stdout, ts + " stdout P " + long[:MaxLogLine] + "\n" + ts + " stdout F " + long[MaxLogLine:] + "\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,37 +78,6 @@ func TestLogWriterReopen(t *testing.T) {
 	}
 	if !strings.HasSuffix(string(cur), " stdout F after\n") || strings.Contains(string(cur), "before") {
 		t.Errorf("new file = %q", cur)
-	}
-}
-
-// TestLogWriterWithProcess wires a looping process to a log, as the runtime
-// does for log_path, and checks kubelet's line format.
-func TestLogWriterWithProcess(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.log")
-	w, err := NewLogWriter(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	so, se := w.Stream(Stdout), w.Stream(Stderr)
-	p := startProc(t, Spec{Args: []string{"sh", "-c", "echo out; echo err >&2; while true; do echo tick; sleep 0.01; done"}, Stdout: so, Stderr: se})
-	waitFor(t, "ticks", func() bool {
-		data, _ := os.ReadFile(path)
-		return strings.Count(string(data), "tick") >= 2
-	})
-	p.Signal(syscall.SIGTERM)
-	p.Wait()
-	so.Close()
-	se.Close()
-	data, _ := os.ReadFile(path)
-	line := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d) (stdout|stderr) [FP] .*$`)
-	for _, l := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
-		if !line.MatchString(l) {
-			t.Errorf("not a CRI log line: %q", l)
-		}
-	}
-	if !strings.Contains(string(data), " stdout F out\n") || !strings.Contains(string(data), " stderr F err\n") {
-		t.Errorf("log = %q", data)
 	}
 }
 

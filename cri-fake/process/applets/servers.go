@@ -1,4 +1,4 @@
-package process
+package applets
 
 import (
 	"context"
@@ -13,21 +13,10 @@ import (
 	"sync"
 	"syscall"
 	"time"
-)
 
-// listen opens a TCP listener the way the container's process would: through
-// Spec.Listen when the runtime provides one, inside Spec.NetNS when set, else
-// in the current (host) network namespace.
-func (c *container) listen(port int) (net.Listener, error) {
-	addr := ":" + strconv.Itoa(port)
-	switch {
-	case c.spec.Listen != nil:
-		return c.spec.Listen("tcp", addr)
-	case c.spec.NetNS != "":
-		return ListenInNetNS(c.spec.NetNS, "tcp", addr)
-	}
-	return net.Listen("tcp", addr)
-}
+	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
+)
 
 // healthPaths answer 503 when the image behaviour says readiness fails.
 var healthPaths = map[string]bool{"/healthz": true, "/readyz": true, "/ready": true, "/health": true}
@@ -56,7 +45,7 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 // server runs HTTP handlers on ports until the process is stopped: TERM, INT
 // and QUIT shut it down cleanly (exit 0), KILL ends it at once.
 type server struct {
-	p       *proc
+	p       *kernel.Proc
 	handler http.Handler
 	ports   []int
 	// logLine formats an access log line (nil: no access log).
@@ -69,12 +58,12 @@ func (s *server) run() int {
 	p := s.p
 	var listeners []net.Listener
 	for _, port := range s.ports {
-		l, err := p.c.listen(port)
+		l, err := p.Listen(port)
 		if err != nil {
 			for _, l := range listeners {
 				l.Close()
 			}
-			fmt.Fprintln(p.stderr, s.bindError(port, err))
+			fmt.Fprintln(p.Stderr, s.bindError(port, err))
 			return 1
 		}
 		listeners = append(listeners, l)
@@ -82,20 +71,20 @@ func (s *server) run() int {
 	var logMu sync.Mutex
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
-		if healthPaths[r.URL.Path] && !p.c.readiness {
+		if healthPaths[r.URL.Path] && p.ReadinessFailing() {
 			http.Error(rec, "readiness failing (image behaviour)", http.StatusServiceUnavailable)
 		} else {
 			s.handler.ServeHTTP(rec, r)
 		}
 		if s.logLine != nil {
 			logMu.Lock()
-			fmt.Fprintln(p.stdout, s.logLine(r, rec.status, rec.size))
+			fmt.Fprintln(p.Stdout, s.logLine(r, rec.status, rec.size))
 			logMu.Unlock()
 		}
 	})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	stop := make(chan struct{}, 1)
-	p.t.setHandler(func(sig syscall.Signal) bool {
+	p.SetSignalHandler(func(sig syscall.Signal) bool {
 		switch sig {
 		case syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGWINCH:
 			select {
@@ -117,14 +106,14 @@ func (s *server) run() int {
 		srv.Shutdown(ctx)
 		cancel()
 		return 0
-	case <-p.ctx().Done():
+	case <-p.Ctx().Done():
 		srv.Close()
-		code, _ := exitCause(p.ctx())
+		code, _ := kernel.ExitCause(p.Ctx())
 		return code
 	}
 }
 
-func (p *proc) clientAddr(r *http.Request) string {
+func clientAddr(p *kernel.Proc, r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr
@@ -133,7 +122,7 @@ func (p *proc) clientAddr(r *http.Request) string {
 }
 
 // staticFiles serves files of the container's file system under root.
-func (p *proc) staticFiles(root, serverHeader string) http.Handler {
+func staticFiles(p *kernel.Proc, root, serverHeader string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Server", serverHeader)
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -141,10 +130,10 @@ func (p *proc) staticFiles(root, serverHeader string) http.Handler {
 			return
 		}
 		fpath := root + "/" + strings.TrimPrefix(r.URL.Path, "/")
-		if st, err := p.c.fs.Stat(fpath); err == nil && st.IsDir() {
+		if st, err := p.FS().Stat(fpath); err == nil && st.IsDir() {
 			fpath = strings.TrimSuffix(fpath, "/") + "/index.html"
 		}
-		data, err := p.c.fs.ReadFile(fpath)
+		data, err := p.FS().ReadFile(fpath)
 		if err != nil {
 			http.Error(w, "404 Not Found", http.StatusNotFound)
 			return
@@ -163,11 +152,11 @@ func (p *proc) staticFiles(root, serverHeader string) http.Handler {
 var listenRe = regexp.MustCompile(`(?mi)^\s*listen\s+(?:[\d.]+:)?(\d+)`)
 
 // configPorts reads `listen N` / `Listen N` from config files, or def.
-func (p *proc) configPorts(files []string, def int) []int {
+func configPorts(p *kernel.Proc, files []string, def int) []int {
 	var ports []int
 	seen := map[int]bool{}
 	for _, f := range files {
-		data, err := p.c.fs.ReadFile(f)
+		data, err := p.FS().ReadFile(f)
 		if err != nil {
 			continue
 		}
@@ -190,56 +179,54 @@ var rootRe = regexp.MustCompile(`(?m)^\s*root\s+([^;\s]+)`)
 // appletNginx serves the static site of an nginx image on the ports of its
 // config (default 80), writes /var/run/nginx.pid and logs requests in the
 // combined format on stdout.
-func appletNginx(p *proc) int {
-	for _, a := range p.args[1:] {
+func appletNginx(p *kernel.Proc) int {
+	for _, a := range p.Args[1:] {
 		if a == "-v" || a == "-V" {
-			fmt.Fprintf(p.stderr, "nginx version: nginx/%s\n", nginxVersion(p))
+			fmt.Fprintf(p.Stderr, "nginx version: nginx/%s\n", nginxVersion(p))
 			return 0
 		}
 		if a == "-t" {
-			fmt.Fprintln(p.stderr, "nginx: the configuration file /etc/nginx/nginx.conf syntax is ok")
+			fmt.Fprintln(p.Stderr, "nginx: the configuration file /etc/nginx/nginx.conf syntax is ok")
 			return 0
 		}
 	}
 	confs := []string{"/etc/nginx/nginx.conf", "/etc/nginx/conf.d/default.conf"}
 	root := "/usr/share/nginx/html"
 	for _, f := range confs {
-		if data, err := p.c.fs.ReadFile(f); err == nil {
+		if data, err := p.FS().ReadFile(f); err == nil {
 			if m := rootRe.FindStringSubmatch(string(data)); m != nil {
 				root = m[1]
 			}
 		}
 	}
 	pidFile := "/var/run/nginx.pid"
-	if err := p.c.fs.writeFile(p.cred(), pidFile, []byte(strconv.Itoa(p.t.pid)+"\n"), 0o644); err != nil {
-		fmt.Fprintf(p.stderr, "nginx: [emerg] open() \"%s\" failed (%d: %s)\n", pidFile, errnoOf(err), strerror(err))
+	if err := p.WriteFile(pidFile, []byte(strconv.Itoa(p.Pid())+"\n"), 0o644); err != nil {
+		fmt.Fprintf(p.Stderr, "nginx: [emerg] open() \"%s\" failed (%d: %s)\n", pidFile, errnoOf(err), vfs.Strerror(err))
 		return 1
 	}
-	p.t.setArgv([]string{"nginx: master process " + strings.Join(p.args, " ")})
-	worker, err := p.c.newTask(p.t, []string{"nginx: worker process"}, Identity{UID: 101, GID: 101})
-	if err == nil {
-		worker.setName("nginx")
-		defer worker.exit(0)
+	p.SetArgv([]string{"nginx: master process " + strings.Join(p.Args, " ")})
+	if end, err := p.AddWorker([]string{"nginx: worker process"}, kernel.Identity{UID: 101, GID: 101}, "nginx"); err == nil {
+		defer end()
 	}
 	s := &server{
 		p:       p,
-		handler: p.staticFiles(root, "nginx/"+nginxVersion(p)),
-		ports:   p.configPorts(confs, 80),
+		handler: staticFiles(p, root, "nginx/"+nginxVersion(p)),
+		ports:   configPorts(p, confs, 80),
 		logLine: func(r *http.Request, status, size int) string {
-			return fmt.Sprintf("%s - - [%s] \"%s %s %s\" %d %d \"%s\" \"%s\" \"-\"", p.clientAddr(r), time.Now().Format("02/Jan/2006:15:04:05 -0700"),
+			return fmt.Sprintf("%s - - [%s] \"%s %s %s\" %d %d \"%s\" \"%s\" \"-\"", clientAddr(p, r), time.Now().Format("02/Jan/2006:15:04:05 -0700"),
 				r.Method, r.URL.RequestURI(), r.Proto, status, size, orDash(r.Referer()), orDash(r.UserAgent()))
 		},
 		bindError: func(port int, err error) string {
-			return fmt.Sprintf("nginx: [emerg] bind() to 0.0.0.0:%d failed (%d: %s)", port, errnoOf(err), strerror(err))
+			return fmt.Sprintf("nginx: [emerg] bind() to 0.0.0.0:%d failed (%d: %s)", port, errnoOf(err), vfs.Strerror(err))
 		},
 	}
 	code := s.run()
-	_ = p.c.fs.remove(p.cred(), pidFile, false)
+	_ = p.Remove(pidFile, false)
 	return code
 }
 
-func nginxVersion(p *proc) string {
-	if v := p.getenv("NGINX_VERSION"); v != "" {
+func nginxVersion(p *kernel.Proc) string {
+	if v := p.Getenv("NGINX_VERSION"); v != "" {
 		return v
 	}
 	return "1.14.2"
@@ -261,24 +248,24 @@ func errnoOf(err error) int {
 }
 
 // appletHttpd serves the htdocs of an httpd image on its Listen ports (default 80).
-func appletHttpd(p *proc) int {
+func appletHttpd(p *kernel.Proc) int {
 	conf := "/usr/local/apache2/conf/httpd.conf"
-	fmt.Fprintf(p.stderr, "AH00558: httpd: Could not reliably determine the server's fully qualified domain name, using %s. Set the 'ServerName' directive globally to suppress this message\n", p.c.getHostname())
+	fmt.Fprintf(p.Stderr, "AH00558: httpd: Could not reliably determine the server's fully qualified domain name, using %s. Set the 'ServerName' directive globally to suppress this message\n", p.Hostname())
 	s := &server{
 		p:       p,
-		handler: p.staticFiles("/usr/local/apache2/htdocs", "Apache/2.4.39 (Unix)"),
-		ports:   p.configPorts([]string{conf}, 80),
+		handler: staticFiles(p, "/usr/local/apache2/htdocs", "Apache/2.4.39 (Unix)"),
+		ports:   configPorts(p, []string{conf}, 80),
 		logLine: func(r *http.Request, status, size int) string {
-			return fmt.Sprintf("%s - - [%s] \"%s %s %s\" %d %d", p.clientAddr(r), time.Now().Format("02/Jan/2006:15:04:05 -0700"), r.Method, r.URL.RequestURI(), r.Proto, status, size)
+			return fmt.Sprintf("%s - - [%s] \"%s %s %s\" %d %d", clientAddr(p, r), time.Now().Format("02/Jan/2006:15:04:05 -0700"), r.Method, r.URL.RequestURI(), r.Proto, status, size)
 		},
 		bindError: func(port int, err error) string {
-			return fmt.Sprintf("(%d)%s: AH00072: make_sock: could not bind to address [::]:%d\nno listening sockets available, shutting down", errnoOf(err), strerror(err), port)
+			return fmt.Sprintf("(%d)%s: AH00072: make_sock: could not bind to address [::]:%d\nno listening sockets available, shutting down", errnoOf(err), vfs.Strerror(err), port)
 		},
 	}
-	fmt.Fprintf(p.stderr, "[%s] [mpm_event:notice] [pid %d:tid 1] AH00489: Apache/2.4.39 (Unix) configured -- resuming normal operations\n", time.Now().Format("Mon Jan 02 15:04:05.000000 2006"), p.t.pid)
+	fmt.Fprintf(p.Stderr, "[%s] [mpm_event:notice] [pid %d:tid 1] AH00489: Apache/2.4.39 (Unix) configured -- resuming normal operations\n", time.Now().Format("Mon Jan 02 15:04:05.000000 2006"), p.Pid())
 	code := s.run()
 	if code == 0 {
-		fmt.Fprintf(p.stderr, "[%s] [mpm_event:notice] [pid %d:tid 1] AH00491: caught SIGTERM, shutting down\n", time.Now().Format("Mon Jan 02 15:04:05.000000 2006"), p.t.pid)
+		fmt.Fprintf(p.Stderr, "[%s] [mpm_event:notice] [pid %d:tid 1] AH00491: caught SIGTERM, shutting down\n", time.Now().Format("Mon Jan 02 15:04:05.000000 2006"), p.Pid())
 	}
 	return code
 }
@@ -298,12 +285,12 @@ func longFlag(args []string, name, def string) string {
 
 // appletAgnhost implements the agnhost subcommands used as generic test
 // servers: netexec, serve-hostname and pause.
-func appletAgnhost(p *proc) int {
-	if len(p.args) < 2 {
-		fmt.Fprintln(p.stderr, "Usage: agnhost [command]\n\nAvailable Commands (simulated): netexec, serve-hostname, pause")
+func appletAgnhost(p *kernel.Proc) int {
+	if len(p.Args) < 2 {
+		fmt.Fprintln(p.Stderr, "Usage: agnhost [command]\n\nAvailable Commands (simulated): netexec, serve-hostname, pause")
 		return 1
 	}
-	sub, args := p.args[1], p.args[2:]
+	sub, args := p.Args[1], p.Args[2:]
 	switch sub {
 	case "pause":
 		return appletPause(p)
@@ -311,21 +298,21 @@ func appletAgnhost(p *proc) int {
 		port, _ := strconv.Atoi(longFlag(args, "port", "9376"))
 		s := &server{p: p, ports: []int{port},
 			handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				fmt.Fprint(w, p.c.getHostname())
+				fmt.Fprint(w, p.Hostname())
 			}),
 			bindError: func(port int, err error) string { return fmt.Sprintf("Error from Listen(): %v", err) },
 		}
-		fmt.Fprintf(p.stdout, "Serving on port %d.\n", port)
+		fmt.Fprintf(p.Stdout, "Serving on port %d.\n", port)
 		return s.run()
 	case "netexec":
 		port, _ := strconv.Atoi(longFlag(args, "http-port", "8080"))
 		return netexec(p, port)
 	}
-	fmt.Fprintf(p.stderr, "Error: unknown command %q for \"agnhost\" (not simulated)\n", sub)
+	fmt.Fprintf(p.Stderr, "Error: unknown command %q for \"agnhost\" (not simulated)\n", sub)
 	return 1
 }
 
-func netexec(p *proc, port int) int {
+func netexec(p *kernel.Proc, port int) int {
 	mux := http.NewServeMux()
 	exitCh := make(chan int, 1)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -337,7 +324,7 @@ func netexec(p *proc, port int) int {
 	})
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.FormValue("msg")) })
 	mux.HandleFunc("/clientip", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.RemoteAddr) })
-	hostname := func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, p.c.getHostname()) }
+	hostname := func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, p.Hostname()) }
 	mux.HandleFunc("/hostname", hostname)
 	mux.HandleFunc("/hostName", hostname)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
@@ -355,14 +342,14 @@ func netexec(p *proc, port int) int {
 	mux.HandleFunc("/shell", func(w http.ResponseWriter, r *http.Request) {
 		// agnhost answers with the command's whole output; it is kept to ExecSync's bound, so
 		// `/shell?cmd=cat /dev/zero` cannot fill cri-fake's memory.
-		out := &newCappedOutput(MaxExecSyncOutput).stdout
-		exe, err := p.c.lookPath("sh", p.env, p.dir)
+		out := &kernel.NewCappedOutput(kernel.MaxExecSyncOutput).Stdout
+		exe, err := p.LookPath("sh", p.Env, p.Dir)
 		result := map[string]string{}
 		if err == nil {
-			code, err := p.spawn(exe, []string{"sh", "-c", r.FormValue("cmd")}, p.env, p.dir, io3{in: strings.NewReader(""), out: out, err: out}, false)
+			code, err := p.Spawn(exe, []string{"sh", "-c", r.FormValue("cmd")}, p.Env, p.Dir, kernel.Stdio{In: strings.NewReader(""), Out: out, Err: out}, false)
 			switch {
 			case err != nil:
-				result["error"] = "fork/exec " + exe.path + ": resource temporarily unavailable" // Go's os/exec wording
+				result["error"] = "fork/exec " + exe.Path + ": resource temporarily unavailable" // Go's os/exec wording
 			case code != 0:
 				result["error"] = fmt.Sprintf("exit status %d", code)
 			}
@@ -374,10 +361,10 @@ func netexec(p *proc, port int) int {
 	})
 	s := &server{p: p, ports: []int{port}, handler: mux,
 		bindError: func(port int, err error) string { return fmt.Sprintf("listen tcp :%d: %v", port, err) }}
-	fmt.Fprintf(p.stdout, "Started HTTP server on port %d\n", port)
+	fmt.Fprintf(p.Stdout, "Started HTTP server on port %d\n", port)
 	done := make(chan int, 1)
 	go func() {
-		defer p.t.recoverCrash()
+		defer p.RecoverCrash()
 		done <- s.run()
 	}()
 	select {
@@ -385,9 +372,9 @@ func netexec(p *proc, port int) int {
 		return code
 	case code := <-exitCh:
 		return code
-	case <-p.ctx().Done():
+	case <-p.Ctx().Done():
 		// Killed, or its server crashed (recoverCrash ended the process).
-		code, _ := exitCause(p.ctx())
+		code, _ := kernel.ExitCause(p.Ctx())
 		return code
 	}
 }

@@ -1,4 +1,4 @@
-package process
+package shell
 
 import (
 	"errors"
@@ -222,10 +222,10 @@ func scanDouble(s string, i int) (int, error) { return scanDoubleAt(s, i, 0) }
 
 // errNesting is the parser's answer to constructs or expansions nested more than maxNest deep
 // (ash would overflow its stack on them).
-var errNesting = &syntaxError{fmt.Sprintf("nested too deeply (more than %d levels)", maxNest)}
+var errNesting = &syntaxError{fmt.Sprintf("nested too deeply (more than %d levels)", MaxNest)}
 
 func scanDoubleAt(s string, i, depth int) (int, error) {
-	if depth > maxNest {
+	if depth > MaxNest {
 		return 0, errNesting
 	}
 	for i < len(s) {
@@ -271,7 +271,7 @@ func scanBackquote(s string, i int) (int, error) {
 func scanDollar(s string, i int) (int, error) { return scanDollarAt(s, i, 0) }
 
 func scanDollarAt(s string, i, depth int) (int, error) {
-	if depth > maxNest {
+	if depth > MaxNest {
 		return 0, errNesting
 	}
 	if i+1 >= len(s) {
@@ -284,7 +284,7 @@ func scanDollarAt(s string, i, depth int) (int, error) {
 		for j < len(s) {
 			switch s[j] {
 			case '(':
-				if depth++; depth > maxNest {
+				if depth++; depth > MaxNest {
 					return 0, errNesting
 				}
 			case ')':
@@ -621,7 +621,7 @@ func (p *parser) command() (command, error) {
 		return nil, errIncomplete
 	}
 	if isWord(t, "if") || isWord(t, "while") || isWord(t, "until") || isWord(t, "for") || isWord(t, "case") || isWord(t, "{") || (t.kind == tOp && t.val == "(") {
-		if p.depth >= maxNest {
+		if p.depth >= MaxNest {
 			return nil, errNesting
 		}
 		p.depth++

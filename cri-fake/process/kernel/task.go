@@ -1,4 +1,4 @@
-package process
+package kernel
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -45,7 +46,7 @@ type exitStatus struct{ code int }
 
 func (e exitStatus) Error() string { return "exit status " + strconv.Itoa(e.code) }
 
-func exitCause(ctx context.Context) (int, bool) {
+func ExitCause(ctx context.Context) (int, bool) {
 	var es exitStatus
 	if errors.As(context.Cause(ctx), &es) {
 		return es.code, true
@@ -102,7 +103,7 @@ func PidsLimit(r *runtimeapi.LinuxContainerResources) int {
 // crashExitCode is how a simulated process ends when the simulation itself failed in it (a
 // panic: a defect of cri-fake, not of the container): 139, the code of a process killed by
 // SIGSEGV, which is what such a defect would be for a real program.
-const crashExitCode = 128 + int(syscall.SIGSEGV)
+const CrashExitCode = 128 + int(syscall.SIGSEGV)
 
 // recoverCrash is deferred first in every goroutine that runs a simulated process's code (its
 // main goroutine, a spawned child, a background job, a server's accept loop). A panic there ends
@@ -117,8 +118,8 @@ func (t *task) recoverCrash() {
 // crashed logs a recovered panic of t's code and ends t with crashExitCode.
 func (t *task) crashed(r any) {
 	t.c.logf("process: pid %d %q crashed on a defect of the simulation and ends with exit code %d: %v\n%s",
-		t.pid, t.argvCopy(), crashExitCode, r, debug.Stack())
-	t.terminate(crashExitCode)
+		t.pid, t.argvCopy(), CrashExitCode, r, debug.Stack())
+	t.terminate(CrashExitCode)
 }
 
 func (t *task) argvCopy() []string {
@@ -495,9 +496,9 @@ func capMask(caps []string) uint64 {
 	return m
 }
 
-func (id Identity) cred() cred {
+func (id Identity) cred() vfs.Cred {
 	gids := append([]int{id.GID}, id.AdditionalGIDs...)
-	return cred{uid: id.UID, gids: gids, dacOverride: id.UID == 0 && id.hasCap("CAP_DAC_OVERRIDE")}
+	return vfs.Cred{UID: id.UID, GIDs: gids, DACOverride: id.UID == 0 && id.hasCap("CAP_DAC_OVERRIDE")}
 }
 
 // procPids lists the pid directories of /proc.
@@ -535,11 +536,11 @@ func (c *container) procFile(rel string) ([]byte, bool) {
 	case "mounts", "self/mounts":
 		var b strings.Builder
 		ro := "rw"
-		if c.fs.cfg.ReadonlyRootfs {
+		if c.fs.Config().ReadonlyRootfs {
 			ro = "ro"
 		}
 		fmt.Fprintf(&b, "overlay / overlay %s,relatime 0 0\nproc /proc proc rw,nosuid,nodev,noexec,relatime 0 0\n", ro)
-		for _, m := range c.fs.cfg.Mounts {
+		for _, m := range c.fs.Config().Mounts {
 			opt := "rw"
 			if m.Readonly {
 				opt = "ro"

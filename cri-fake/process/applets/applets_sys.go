@@ -1,16 +1,18 @@
-package process
+package applets
 
 import (
 	"fmt"
 	"math"
 	"os"
-	"path"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
 // parseSleep accepts busybox sleep arguments: 1, 0.5, 2s, 3m, 1h, 1d, infinity.
@@ -46,16 +48,16 @@ func parseSleep(a string) (time.Duration, bool) {
 
 // appletSleep sleeps until the time is up or the process is signalled
 // (the signal's action decides the exit status).
-func appletSleep(p *proc) int {
-	if len(p.args) < 2 {
-		p.errorf("usage: sleep N")
+func appletSleep(p *kernel.Proc) int {
+	if len(p.Args) < 2 {
+		p.Errorf("usage: sleep N")
 		return 1
 	}
 	var total time.Duration
-	for _, a := range p.args[1:] {
+	for _, a := range p.Args[1:] {
 		d, ok := parseSleep(a)
 		if !ok {
-			p.errorf("invalid number '%s'", a)
+			p.Errorf("invalid number '%s'", a)
 			return 1
 		}
 		if total+d < total {
@@ -64,70 +66,60 @@ func appletSleep(p *proc) int {
 			total += d
 		}
 	}
-	return p.wait(total)
+	return wait(p, total)
 }
 
 // wait blocks for d or until the process ends.
-func (p *proc) wait(d time.Duration) int {
+func wait(p *kernel.Proc, d time.Duration) int {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return 0
-	case <-p.ctx().Done():
-		code, _ := exitCause(p.ctx())
+	case <-p.Ctx().Done():
+		code, _ := kernel.ExitCause(p.Ctx())
 		return code
 	}
 }
 
-func (c *container) getHostname() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.hostname
-}
-
-func appletHostname(p *proc) int {
-	opts, args, _ := flags(p.args[1:], "F")
-	h := p.c.getHostname()
+func appletHostname(p *kernel.Proc) int {
+	opts, args, _ := flags(p.Args[1:], "F")
+	h := p.Hostname()
 	if len(args) > 0 {
-		// sethostname(2) needs CAP_SYS_ADMIN in the container's UTS namespace.
-		if !p.t.id.hasCap("CAP_SYS_ADMIN") || p.t.id.UID != 0 {
-			p.errorf("sethostname: Operation not permitted")
+		if err := p.SetHostname(args[0]); err != nil {
+			p.Errorf("sethostname: %s", vfs.Strerror(err))
 			return 1
 		}
-		p.c.mu.Lock()
-		p.c.hostname = args[0]
-		p.c.mu.Unlock()
 		return 0
 	}
 	if opts['s'] != "" {
 		h, _, _ = strings.Cut(h, ".")
 	}
 	if opts['i'] != "" {
-		data, _ := p.c.fs.ReadFile("/etc/hosts")
+		data, _ := p.FS().ReadFile("/etc/hosts")
 		for _, line := range strings.Split(string(data), "\n") {
 			f := strings.Fields(line)
 			if len(f) > 1 && f[1] == h {
-				fmt.Fprintln(p.stdout, f[0])
+				fmt.Fprintln(p.Stdout, f[0])
 				return 0
 			}
 		}
-		p.errorf("%s: Unknown host", h)
+		p.Errorf("%s: Unknown host", h)
 		return 1
 	}
-	fmt.Fprintln(p.stdout, h)
+	fmt.Fprintln(p.Stdout, h)
 	return 0
 }
 
-func (p *proc) identityName() string {
-	if p.t.id.Username != "" {
-		return p.t.id.Username
+func identityName(p *kernel.Proc) string {
+	if p.Identity().Username != "" {
+		return p.Identity().Username
 	}
-	return p.userName(p.t.id.UID)
+	return userName(p, p.Identity().UID)
 }
 
-func (p *proc) groups() []int {
-	id := p.t.id
+func groups(p *kernel.Proc) []int {
+	id := p.Identity()
 	out := []int{id.GID}
 	seen := map[int]bool{id.GID: true}
 	for _, g := range id.AdditionalGIDs {
@@ -140,16 +132,16 @@ func (p *proc) groups() []int {
 }
 
 // appletID prints uid, gid and groups like busybox id (-u -g -G -n -r).
-func appletID(p *proc) int {
-	opts, args, err := flags(p.args[1:], "")
+func appletID(p *kernel.Proc) int {
+	opts, args, err := flags(p.Args[1:], "")
 	if err != nil {
-		return p.usage(err)
+		return usage(p, err)
 	}
 	if len(args) > 0 {
-		p.errorf("%s: no such user", args[0])
+		p.Errorf("%s: no such user", args[0])
 		return 1
 	}
-	id := p.t.id
+	id := p.Identity()
 	names := opts['n'] != ""
 	show := func(n int, name string) (string, bool) {
 		if !names {
@@ -162,30 +154,30 @@ func appletID(p *proc) int {
 	}
 	switch {
 	case opts['u'] != "":
-		s, ok := show(id.UID, p.identityName())
+		s, ok := show(id.UID, identityName(p))
 		if !ok {
-			p.errorf("unknown ID %d", id.UID)
+			p.Errorf("unknown ID %d", id.UID)
 			return 1
 		}
-		fmt.Fprintln(p.stdout, s)
+		fmt.Fprintln(p.Stdout, s)
 	case opts['g'] != "":
-		s, ok := show(id.GID, p.groupName(id.GID))
+		s, ok := show(id.GID, groupName(p, id.GID))
 		if !ok {
-			p.errorf("unknown ID %d", id.GID)
+			p.Errorf("unknown ID %d", id.GID)
 			return 1
 		}
-		fmt.Fprintln(p.stdout, s)
+		fmt.Fprintln(p.Stdout, s)
 	case opts['G'] != "":
 		var parts []string
 		st := 0
-		for _, g := range p.groups() {
-			s, ok := show(g, p.groupName(g))
+		for _, g := range groups(p) {
+			s, ok := show(g, groupName(p, g))
 			if !ok {
 				st = 1
 			}
 			parts = append(parts, s)
 		}
-		fmt.Fprintln(p.stdout, strings.Join(parts, " "))
+		fmt.Fprintln(p.Stdout, strings.Join(parts, " "))
 		return st
 	default:
 		named := func(n int, name string) string {
@@ -195,27 +187,27 @@ func appletID(p *proc) int {
 			return fmt.Sprintf("%d(%s)", n, name)
 		}
 		var gs []string
-		for _, g := range p.groups() {
-			gs = append(gs, named(g, p.groupName(g)))
+		for _, g := range groups(p) {
+			gs = append(gs, named(g, groupName(p, g)))
 		}
-		fmt.Fprintf(p.stdout, "uid=%s gid=%s groups=%s\n", named(id.UID, p.identityName()), named(id.GID, p.groupName(id.GID)), strings.Join(gs, ","))
+		fmt.Fprintf(p.Stdout, "uid=%s gid=%s groups=%s\n", named(id.UID, identityName(p)), named(id.GID, groupName(p, id.GID)), strings.Join(gs, ","))
 	}
 	return 0
 }
 
-func appletWhoami(p *proc) int {
-	n := p.identityName()
+func appletWhoami(p *kernel.Proc) int {
+	n := identityName(p)
 	if n == "" {
-		p.errorf("unknown uid %d", p.t.id.UID)
+		p.Errorf("unknown uid %d", p.Identity().UID)
 		return 1
 	}
-	fmt.Fprintln(p.stdout, n)
+	fmt.Fprintln(p.Stdout, n)
 	return 0
 }
 
-func appletEnv(p *proc) int {
-	args := p.args[1:]
-	env := append([]string(nil), p.env...)
+func appletEnv(p *kernel.Proc) int {
+	args := p.Args[1:]
+	env := append([]string(nil), p.Env...)
 	for len(args) > 0 {
 		a := args[0]
 		switch {
@@ -223,44 +215,34 @@ func appletEnv(p *proc) int {
 			env = nil
 		case a == "-u" && len(args) > 1:
 			args = args[1:]
-			env = unsetEnv(env, args[0])
+			env = kernel.UnsetEnv(env, args[0])
 		case strings.Contains(a, "=") && !strings.HasPrefix(a, "="):
 			k, _, _ := strings.Cut(a, "=")
-			env = append(unsetEnv(env, k), a)
+			env = append(kernel.UnsetEnv(env, k), a)
 		default:
-			return p.runArgs(args, env)
+			return p.RunArgs(args, env)
 		}
 		args = args[1:]
 	}
 	for _, kv := range env {
-		fmt.Fprintln(p.stdout, kv)
+		fmt.Fprintln(p.Stdout, kv)
 	}
 	return 0
 }
 
-func unsetEnv(env []string, k string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, k+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-func appletPrintenv(p *proc) int {
-	if len(p.args) == 1 {
-		for _, kv := range p.env {
-			fmt.Fprintln(p.stdout, kv)
+func appletPrintenv(p *kernel.Proc) int {
+	if len(p.Args) == 1 {
+		for _, kv := range p.Env {
+			fmt.Fprintln(p.Stdout, kv)
 		}
 		return 0
 	}
 	st := 0
-	for _, k := range p.args[1:] {
+	for _, k := range p.Args[1:] {
 		found := false
-		for _, kv := range p.env {
+		for _, kv := range p.Env {
 			if v, ok := strings.CutPrefix(kv, k+"="); ok {
-				fmt.Fprintln(p.stdout, v)
+				fmt.Fprintln(p.Stdout, v)
 				found = true
 				break
 			}
@@ -272,8 +254,8 @@ func appletPrintenv(p *proc) int {
 	return st
 }
 
-func appletPwd(p *proc) int {
-	fmt.Fprintln(p.stdout, p.dir)
+func appletPwd(p *kernel.Proc) int {
+	fmt.Fprintln(p.Stdout, p.Dir)
 	return 0
 }
 
@@ -349,8 +331,8 @@ func strftime(f string, t time.Time) string {
 	return b.String()
 }
 
-func appletDate(p *proc) int {
-	args := p.args[1:]
+func appletDate(p *kernel.Proc) int {
+	args := p.Args[1:]
 	t := time.Now()
 	utc := false
 	format := "%a %b %e %H:%M:%S %Z %Y"
@@ -374,7 +356,7 @@ func appletDate(p *proc) int {
 				t = time.Unix(n, 0)
 			}
 		default:
-			p.errorf("invalid date '%s'", a)
+			p.Errorf("invalid date '%s'", a)
 			return 1
 		}
 		args = args[1:]
@@ -382,18 +364,18 @@ func appletDate(p *proc) int {
 	if utc || os.Getenv("TZ") == "" {
 		t = t.UTC()
 	}
-	fmt.Fprintln(p.stdout, strftime(format, t))
+	fmt.Fprintln(p.Stdout, strftime(format, t))
 	return 0
 }
 
-func appletPgrep(p *proc) int {
-	opts, args, err := flags(p.args[1:], "u")
+func appletPgrep(p *kernel.Proc) int {
+	opts, args, err := flags(p.Args[1:], "u")
 	if err != nil {
-		p.errorf("%v", err)
+		p.Errorf("%v", err)
 		return 2
 	}
 	if len(args) == 0 {
-		p.errorf("usage: pgrep [-flnovx] PATTERN")
+		p.Errorf("usage: pgrep [-flnovx] PATTERN")
 		return 2
 	}
 	expr := breToGo(args[0])
@@ -402,12 +384,12 @@ func appletPgrep(p *proc) int {
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		p.errorf("bad regex '%s'", args[0])
+		p.Errorf("bad regex '%s'", args[0])
 		return 2
 	}
-	var hits []ProcessInfo
-	for _, pi := range p.c.processes() {
-		if pi.PID == p.t.pid {
+	var hits []kernel.ProcessInfo
+	for _, pi := range p.Processes() {
+		if pi.PID == p.Pid() {
 			continue // pgrep never reports itself
 		}
 		subject := pi.Name
@@ -426,11 +408,11 @@ func appletPgrep(p *proc) int {
 	}
 	for _, h := range hits {
 		if opts['l'] != "" {
-			fmt.Fprintf(p.stdout, "%d %s\n", h.PID, h.Name)
+			fmt.Fprintf(p.Stdout, "%d %s\n", h.PID, h.Name)
 		} else if opts['a'] != "" {
-			fmt.Fprintf(p.stdout, "%d %s\n", h.PID, strings.Join(h.Args, " "))
+			fmt.Fprintf(p.Stdout, "%d %s\n", h.PID, strings.Join(h.Args, " "))
 		} else {
-			fmt.Fprintln(p.stdout, h.PID)
+			fmt.Fprintln(p.Stdout, h.PID)
 		}
 	}
 	if len(hits) == 0 {
@@ -439,11 +421,11 @@ func appletPgrep(p *proc) int {
 	return 0
 }
 
-func appletPidof(p *proc) int {
-	opts, args, _ := flags(p.args[1:], "o")
+func appletPidof(p *kernel.Proc) int {
+	opts, args, _ := flags(p.Args[1:], "o")
 	var pids []string
-	for _, pi := range p.c.processes() {
-		if pi.PID == p.t.pid {
+	for _, pi := range p.Processes() {
+		if pi.PID == p.Pid() {
 			continue
 		}
 		for _, name := range args {
@@ -464,21 +446,21 @@ func appletPidof(p *proc) int {
 	if len(pids) == 0 {
 		return 1
 	}
-	fmt.Fprintln(p.stdout, strings.Join(pids, " "))
+	fmt.Fprintln(p.Stdout, strings.Join(pids, " "))
 	return 0
 }
 
-func appletKill(p *proc) int {
-	args := p.args[1:]
+func appletKill(p *kernel.Proc) int {
+	args := p.Args[1:]
 	sig := syscall.SIGTERM
 	if len(args) > 0 && (args[0] == "-l" || args[0] == "-L") {
-		names := make([]string, 0, len(signalNumbers))
-		for n := range signalNumbers {
+		names := make([]string, 0, len(kernel.SignalNumbers))
+		for n := range kernel.SignalNumbers {
 			names = append(names, n)
 		}
-		sort.Slice(names, func(i, j int) bool { return signalNumbers[names[i]] < signalNumbers[names[j]] })
+		sort.Slice(names, func(i, j int) bool { return kernel.SignalNumbers[names[i]] < kernel.SignalNumbers[names[j]] })
 		for _, n := range names {
-			fmt.Fprintf(p.stdout, "%2d) %s\n", signalNumbers[n], n)
+			fmt.Fprintf(p.Stdout, "%2d) %s\n", kernel.SignalNumbers[n], n)
 		}
 		return 0
 	}
@@ -489,67 +471,50 @@ func appletKill(p *proc) int {
 			spec = args[0]
 			args = args[1:]
 		}
-		s, ok := parseSignal(spec)
+		s, ok := kernel.ParseSignal(spec)
 		if !ok {
-			p.errorf("bad signal name '%s'", spec)
+			p.Errorf("bad signal name '%s'", spec)
 			return 1
 		}
 		sig = s
 	}
 	if len(args) == 0 {
-		p.errorf("usage: kill [-SIG] PID...")
+		p.Errorf("usage: kill [-SIG] PID...")
 		return 1
 	}
 	st := 0
 	for _, a := range args {
 		pid, err := strconv.Atoi(a)
 		if err != nil {
-			p.errorf("can't kill pid %s: No such process", a)
+			p.Errorf("can't kill pid %s: No such process", a)
 			st = 1
 			continue
 		}
-		var targets []*task
-		if pid == -1 || pid == 0 {
-			for _, t := range p.c.nsTasks() {
-				// kill(2): -1 is every process but the caller and init, so pid 1 is left
-				// out; 0 (the caller's process group) may include it, and the init rule of
-				// signalFromInside decides.
-				if t != p.t && (pid == 0 || t.pid != 1) {
-					targets = append(targets, t)
-				}
-			}
-		} else if t := p.c.task(pid); t != nil {
-			targets = append(targets, t)
-		}
-		if len(targets) == 0 {
-			p.errorf("can't kill pid %d: No such process", pid)
+		denied, err := p.Kill(pid, sig)
+		if err != nil {
+			p.Errorf("can't kill pid %d: No such process", pid)
 			st = 1
 			continue
 		}
-		for _, t := range targets {
-			if p.t.id.UID != 0 && t.id.UID != p.t.id.UID {
-				p.errorf("can't kill pid %d: Operation not permitted", pid)
-				st = 1
-				continue
-			}
-			if sig != 0 {
-				t.signalFromInside(sig)
-			}
+		for ; denied > 0; denied-- {
+			p.Errorf("can't kill pid %d: Operation not permitted", pid)
+			st = 1
 		}
 	}
 	return st
 }
 
-func appletSysctl(p *proc) int {
-	opts, args, _ := flags(p.args[1:], "")
+func appletSysctl(p *kernel.Proc) int {
+	opts, args, _ := flags(p.Args[1:], "")
 	if opts['a'] != "" || opts['A'] != "" {
-		keys := make([]string, 0, len(p.c.fs.sysctls))
-		for k := range p.c.fs.sysctls {
+		sysctls := p.FS().Sysctls()
+		keys := make([]string, 0, len(sysctls))
+		for k := range sysctls {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(p.stdout, "%s = %s\n", strings.ReplaceAll(k, "/", "."), p.c.fs.sysctls[k])
+			fmt.Fprintf(p.Stdout, "%s = %s\n", strings.ReplaceAll(k, "/", "."), sysctls[k])
 		}
 		return 0
 	}
@@ -559,37 +524,37 @@ func appletSysctl(p *proc) int {
 		key := strings.ReplaceAll(k, ".", "/")
 		if set {
 			// /proc/sys is read-only in a container (runc mounts it ro).
-			p.errorf("error setting key '%s': Read-only file system", k)
+			p.Errorf("error setting key '%s': Read-only file system", k)
 			st = 1
 			continue
 		}
 		_ = v
-		data, err := p.c.fs.ReadFile("/proc/sys/" + key)
+		data, err := p.FS().ReadFile("/proc/sys/" + key)
 		if err != nil {
-			p.errorf("error: '%s' is an unknown key", k)
+			p.Errorf("error: '%s' is an unknown key", k)
 			st = 1
 			continue
 		}
 		val := strings.TrimSuffix(string(data), "\n")
 		if opts['n'] != "" {
-			fmt.Fprintln(p.stdout, val)
+			fmt.Fprintln(p.Stdout, val)
 		} else {
-			fmt.Fprintf(p.stdout, "%s = %s\n", k, val)
+			fmt.Fprintf(p.Stdout, "%s = %s\n", k, val)
 		}
 	}
 	return st
 }
 
-func appletNproc(p *proc) int {
-	fmt.Fprintln(p.stdout, p.c.spec.CPUs)
+func appletNproc(p *kernel.Proc) int {
+	fmt.Fprintln(p.Stdout, p.CPUs())
 	return 0
 }
 
-func (p *proc) psTable() string {
+func psTable(p *kernel.Proc) string {
 	var b strings.Builder
 	b.WriteString("PID   USER     TIME  COMMAND\n")
-	for _, pi := range p.c.processes() {
-		u := p.userName(pi.UID)
+	for _, pi := range p.Processes() {
+		u := userName(p, pi.UID)
 		if u == "" {
 			u = strconv.Itoa(pi.UID)
 		}
@@ -598,15 +563,15 @@ func (p *proc) psTable() string {
 	return b.String()
 }
 
-func appletPs(p *proc) int {
-	fmt.Fprint(p.stdout, p.psTable())
+func appletPs(p *kernel.Proc) int {
+	fmt.Fprint(p.Stdout, psTable(p))
 	return 0
 }
 
 // appletTop prints a process table every few seconds until it is stopped
 // (critest's default container command is `sh -c top`).
-func appletTop(p *proc) int {
-	opts, _, _ := flags(p.args[1:], "dn")
+func appletTop(p *kernel.Proc) int {
+	opts, _, _ := flags(p.Args[1:], "dn")
 	delay := 5 * time.Second
 	if d, ok := opts['d']; ok {
 		if v, ok := parseSleep(d); ok && v > 0 {
@@ -618,26 +583,26 @@ func appletTop(p *proc) int {
 		iterations, _ = strconv.Atoi(n)
 	}
 	for i := 0; iterations < 0 || i < iterations; i++ {
-		procs := p.c.processes()
-		fmt.Fprintf(p.stdout, "Mem: 2015232K used, 2015232K free\nLoad average: 0.08 0.03 0.01 1/%d 42\n%s", len(procs), p.psTable())
+		procs := p.Processes()
+		fmt.Fprintf(p.Stdout, "Mem: 2015232K used, 2015232K free\nLoad average: 0.08 0.03 0.01 1/%d 42\n%s", len(procs), psTable(p))
 		if iterations >= 0 && i == iterations-1 {
 			return 0
 		}
-		if code := p.wait(delay); p.ctx().Err() != nil {
+		if code := wait(p, delay); p.Ctx().Err() != nil {
 			return code
 		}
 	}
 	return 0
 }
 
-func appletUname(p *proc) int {
-	opts, _, _ := flags(p.args[1:], "")
+func appletUname(p *kernel.Proc) int {
+	opts, _, _ := flags(p.Args[1:], "")
 	var uts syscall.Utsname
 	release, machine := "6.1.0", "x86_64"
 	if syscall.Uname(&uts) == nil {
 		release, machine = cstr(uts.Release[:]), cstr(uts.Machine[:])
 	}
-	fields := map[byte]string{'s': "Linux", 'n': p.c.getHostname(), 'r': release, 'v': "#1 SMP", 'm': machine, 'o': "GNU/Linux"}
+	fields := map[byte]string{'s': "Linux", 'n': p.Hostname(), 'r': release, 'v': "#1 SMP", 'm': machine, 'o': "GNU/Linux"}
 	order := "snrvmo"
 	var out []string
 	if opts['a'] != "" {
@@ -654,7 +619,7 @@ func appletUname(p *proc) int {
 	if len(out) == 0 {
 		out = []string{"Linux"}
 	}
-	fmt.Fprintln(p.stdout, strings.Join(out, " "))
+	fmt.Fprintln(p.Stdout, strings.Join(out, " "))
 	return 0
 }
 
@@ -669,74 +634,52 @@ func cstr[T int8 | uint8](b []T) string {
 	return s.String()
 }
 
-func appletBasename(p *proc) int {
-	if len(p.args) < 2 {
-		p.errorf("usage: basename FILE [SUFFIX]")
-		return 1
-	}
-	b := path.Base(p.args[1])
-	if len(p.args) > 2 && b != p.args[2] {
-		b = strings.TrimSuffix(b, p.args[2])
-	}
-	fmt.Fprintln(p.stdout, b)
-	return 0
-}
-
-func appletDirname(p *proc) int {
-	if len(p.args) < 2 {
-		p.errorf("usage: dirname FILENAME")
-		return 1
-	}
-	fmt.Fprintln(p.stdout, path.Dir(p.args[1]))
-	return 0
-}
-
-func appletWhich(p *proc) int {
+func appletWhich(p *kernel.Proc) int {
 	st := 0
-	for _, name := range p.args[1:] {
-		exe, err := p.c.lookPath(name, p.env, p.dir)
+	for _, name := range p.Args[1:] {
+		exe, err := p.LookPath(name, p.Env, p.Dir)
 		if err != nil {
 			st = 1
 			continue
 		}
-		fmt.Fprintln(p.stdout, exe.path)
+		fmt.Fprintln(p.Stdout, exe.Path)
 	}
 	return st
 }
 
-func appletMount(p *proc) int {
-	if len(p.args) == 1 {
-		data, _ := p.c.fs.ReadFile("/proc/mounts")
-		p.stdout.Write(data)
+func appletMount(p *kernel.Proc) int {
+	if len(p.Args) == 1 {
+		data, _ := p.FS().ReadFile("/proc/mounts")
+		p.Stdout.Write(data)
 		return 0
 	}
 	// Mounting needs the kernel; the simulation never pretends it happened.
-	p.errorf("mounting is not simulated: Operation not permitted")
+	p.Errorf("mounting is not simulated: Operation not permitted")
 	return 1
 }
 
-func appletBusybox(p *proc) int {
-	if len(p.args) > 1 {
-		p.args = p.args[1:]
-		if a, ok := applets[p.args[0]]; ok {
+func appletBusybox(p *kernel.Proc) int {
+	if len(p.Args) > 1 {
+		p.Args = p.Args[1:]
+		if a, ok := p.Applet(p.Args[0]); ok {
 			return a(p)
 		}
-		p.errorf("applet not found")
+		p.Errorf("applet not found")
 		return 127
 	}
-	fmt.Fprintln(p.stdout, "BusyBox v1.36.1 (plugsim simulation) multi-call binary.")
-	fmt.Fprintln(p.stdout, "Currently defined functions:")
-	fmt.Fprintln(p.stdout, "\t"+strings.Join(busyboxApplets, ", "))
+	fmt.Fprintln(p.Stdout, "BusyBox v1.36.1 (plugsim simulation) multi-call binary.")
+	fmt.Fprintln(p.Stdout, "Currently defined functions:")
+	fmt.Fprintln(p.Stdout, "\t"+strings.Join(p.BusyboxApplets(), ", "))
 	return 0
 }
 
 // appletPause is the sandbox's pause process: it sleeps until a signal;
 // INT and TERM end it with 0 like pause.c's handler does.
-func appletPause(p *proc) int {
+func appletPause(p *kernel.Proc) int {
 	done := make(chan int, 1)
-	p.t.setHandler(func(sig syscall.Signal) bool {
+	p.SetSignalHandler(func(sig syscall.Signal) bool {
 		if sig == syscall.SIGINT || sig == syscall.SIGTERM {
-			fmt.Fprintf(p.stderr, "Shutting down, got signal: %s\n", sigDescription(sig))
+			fmt.Fprintf(p.Stderr, "Shutting down, got signal: %s\n", sigDescription(sig))
 			select {
 			case done <- 0:
 			default:
@@ -748,8 +691,8 @@ func appletPause(p *proc) int {
 	select {
 	case code := <-done:
 		return code
-	case <-p.ctx().Done():
-		code, _ := exitCause(p.ctx())
+	case <-p.Ctx().Done():
+		code, _ := kernel.ExitCause(p.Ctx())
 		return code
 	}
 }
@@ -765,8 +708,8 @@ func sigDescription(sig syscall.Signal) string {
 // appletProgram stands for an image's own program that the simulation does
 // not know: it runs until a signal ends it (default actions) or the image
 // behaviour makes it exit.
-func appletProgram(p *proc) int {
-	<-p.ctx().Done()
-	code, _ := exitCause(p.ctx())
+func appletProgram(p *kernel.Proc) int {
+	<-p.Ctx().Done()
+	code, _ := kernel.ExitCause(p.Ctx())
 	return code
 }

@@ -1,4 +1,4 @@
-package process
+package containerio
 
 import (
 	"bytes"
@@ -11,10 +11,10 @@ import (
 // SIGINT to the process, ^D at the start of a line is end of input. Like a
 // kernel tty it consumes input as it arrives, so ^C works while the program
 // is busy and not reading.
-type ttyReader struct {
+type TTY struct {
 	in        io.Reader
 	echo      io.Writer
-	interrupt func()
+	Interrupt func()
 
 	mu    sync.Mutex
 	cond  *sync.Cond
@@ -24,21 +24,21 @@ type ttyReader struct {
 	once  sync.Once
 }
 
-func newTTY(in io.Reader, echo io.Writer) *ttyReader {
+func NewTTY(in io.Reader, echo io.Writer) *TTY {
 	if in == nil {
 		in = bytes.NewReader(nil)
 	}
-	t := &ttyReader{in: in, echo: echo}
+	t := &TTY{in: in, echo: echo}
 	t.cond = sync.NewCond(&t.mu)
 	return t
 }
 
 // start begins consuming input; called once the interrupt hook is set.
-func (t *ttyReader) start() {
+func (t *TTY) Start() {
 	t.once.Do(func() { go t.pump() })
 }
 
-func (t *ttyReader) pump() {
+func (t *TTY) pump() {
 	buf := make([]byte, 256)
 	for {
 		n, err := t.in.Read(buf)
@@ -55,8 +55,8 @@ func (t *ttyReader) pump() {
 	}
 }
 
-func (t *ttyReader) Read(b []byte) (int, error) {
-	t.start()
+func (t *TTY) Read(b []byte) (int, error) {
+	t.Start()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for len(t.ready) == 0 && !t.eof {
@@ -70,7 +70,7 @@ func (t *ttyReader) Read(b []byte) (int, error) {
 	return 0, io.EOF
 }
 
-func (t *ttyReader) feed(data []byte) {
+func (t *TTY) feed(data []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var echo []byte
@@ -94,8 +94,8 @@ func (t *ttyReader) feed(data []byte) {
 		case 0x03: // ^C
 			t.line = nil
 			echo = append(echo, '^', 'C', '\r', '\n')
-			if t.interrupt != nil {
-				go t.interrupt()
+			if t.Interrupt != nil {
+				go t.Interrupt()
 			}
 		case 0x04: // ^D
 			if len(t.line) == 0 {
@@ -116,11 +116,11 @@ func (t *ttyReader) feed(data []byte) {
 }
 
 // crlfWriter turns LF into CRLF, as a terminal's ONLCR output flag does.
-type crlfWriter struct{ w io.Writer }
+type CRLFWriter struct{ W io.Writer }
 
-func (c *crlfWriter) Write(b []byte) (int, error) {
+func (c *CRLFWriter) Write(b []byte) (int, error) {
 	if bytes.IndexByte(b, '\n') < 0 {
-		return c.w.Write(b)
+		return c.W.Write(b)
 	}
 	out := make([]byte, 0, len(b)+8)
 	for i, ch := range b {
@@ -129,7 +129,7 @@ func (c *crlfWriter) Write(b []byte) (int, error) {
 		}
 		out = append(out, ch)
 	}
-	if _, err := c.w.Write(out); err != nil {
+	if _, err := c.W.Write(out); err != nil {
 		return 0, err
 	}
 	return len(b), nil

@@ -1,4 +1,4 @@
-package process
+package shell
 
 import (
 	"errors"
@@ -13,13 +13,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-)
 
-type io3 struct {
-	in  io.Reader
-	out io.Writer
-	err io.Writer
-}
+	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
+)
 
 // sigState is what a shell and its subshells share about signals.
 type sigState struct {
@@ -36,8 +33,8 @@ type job struct {
 
 // shell interprets the sh subset for one sh process (and its subshells).
 type shell struct {
-	p        *proc
-	io       io3
+	p        *kernel.Proc
+	io       kernel.Stdio
 	vars     map[string]string
 	exported map[string]bool
 	funcs    map[string]command
@@ -88,13 +85,13 @@ type shell struct {
 // be fatal to the whole runtime, so the shell stops at 1000 levels the way bash does with
 // FUNCNEST=1000 (EVALNEST, SOURCENEST likewise): "sh: f: maximum function nesting level exceeded
 // (1000)", and the shell ends with status 1 (an interactive one goes back to its prompt).
-const maxNest = 1000
+const MaxNest = 1000
 
 // enter counts one more level of nesting of kind ("function", "eval", "source") for name; at
 // maxNest it reports the error, aborts the shell and returns false. leave undoes it.
-func (s *shell) enter(sio io3, name, kind string) bool {
-	if s.nest >= maxNest {
-		fmt.Fprintf(sio.err, "%s: %s: maximum %s nesting level exceeded (%d)\n", s.arg0, name, kind, maxNest)
+func (s *shell) enter(sio kernel.Stdio, name, kind string) bool {
+	if s.nest >= MaxNest {
+		fmt.Fprintf(sio.Err, "%s: %s: maximum %s nesting level exceeded (%d)\n", s.arg0, name, kind, MaxNest)
 		s.abort(1)
 		return false
 	}
@@ -112,21 +109,21 @@ func (s *shell) abort(code int) {
 }
 
 // forkFailed is ash's "can't fork" when the container is at its pids limit: a shell error.
-func (s *shell) forkFailed(sio io3) int {
-	fmt.Fprintf(sio.err, "%s: can't fork: %s\n", s.arg0, errForkText)
+func (s *shell) forkFailed(sio kernel.Stdio) int {
+	fmt.Fprintf(sio.Err, "%s: can't fork: %s\n", s.arg0, kernel.ErrForkText)
 	s.abort(2)
 	return 2
 }
 
-func newShell(p *proc) *shell {
+func newShell(p *kernel.Proc) *shell {
 	s := &shell{
-		p: p, io: io3{in: p.stdin, out: p.stdout, err: p.stderr},
+		p: p, io: kernel.Stdio{In: p.Stdin, Out: p.Stdout, Err: p.Stderr},
 		vars: map[string]string{}, exported: map[string]bool{}, funcs: map[string]command{},
-		arg0: p.args[0], dir: p.dir, rootPid: p.t.pid,
+		arg0: p.Args[0], dir: p.Dir, rootPid: p.Pid(),
 		sig:  &sigState{traps: map[string]string{}, pending: make(chan syscall.Signal, 16)},
 		jobs: map[int]*job{}, jobsMu: &sync.Mutex{}, ignoreInt: &atomic.Bool{},
 	}
-	for _, kv := range p.env {
+	for _, kv := range p.Env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			s.vars[k] = v
 			s.exported[k] = true
@@ -135,9 +132,9 @@ func newShell(p *proc) *shell {
 	if _, ok := s.vars["PWD"]; !ok {
 		s.vars["PWD"] = s.dir
 	}
-	s.vars["PPID"] = strconv.Itoa(p.t.ppid)
+	s.vars["PPID"] = strconv.Itoa(p.PPid())
 	s.vars["IFS"] = " \t\n"
-	p.t.setHandler(s.onSignal)
+	p.SetSignalHandler(s.onSignal)
 	return s
 }
 
@@ -162,39 +159,13 @@ func (s *shell) subshell() *shell {
 	return &c
 }
 
-func sigName(sig syscall.Signal) string {
-	for name, n := range signalNumbers {
-		if n == sig {
-			return name
-		}
-	}
-	return strconv.Itoa(int(sig))
-}
-
-var signalNumbers = map[string]syscall.Signal{
-	"HUP": syscall.SIGHUP, "INT": syscall.SIGINT, "QUIT": syscall.SIGQUIT, "KILL": syscall.SIGKILL,
-	"USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "PIPE": syscall.SIGPIPE, "ALRM": syscall.SIGALRM,
-	"TERM": syscall.SIGTERM, "CHLD": syscall.SIGCHLD, "CONT": syscall.SIGCONT, "STOP": syscall.SIGSTOP,
-	"TSTP": syscall.SIGTSTP, "WINCH": syscall.SIGWINCH, "ABRT": syscall.SIGABRT, "SEGV": syscall.SIGSEGV,
-}
-
-// parseSignal accepts TERM, SIGTERM, term and 15.
-func parseSignal(s string) (syscall.Signal, bool) {
-	if n, err := strconv.Atoi(s); err == nil {
-		return syscall.Signal(n), n >= 0 && n < 65
-	}
-	s = strings.TrimPrefix(strings.ToUpper(s), "SIG")
-	sig, ok := signalNumbers[s]
-	return sig, ok
-}
-
 // onSignal runs in the signalling goroutine: a trapped signal is queued and
 // its action runs between commands; an ignored one is dropped.
 func (s *shell) onSignal(sig syscall.Signal) bool {
 	if sig == syscall.SIGINT && s.ignoreInt.Load() {
 		return true // an interactive shell survives ^C; its foreground command does not
 	}
-	name := sigName(sig)
+	name := kernel.SignalName(sig)
 	s.sig.mu.Lock()
 	action, ok := s.sig.traps[name]
 	s.sig.mu.Unlock()
@@ -223,7 +194,7 @@ func (s *shell) runPendingTraps() {
 		select {
 		case sig := <-s.sig.pending:
 			s.sig.mu.Lock()
-			action := s.sig.traps[sigName(sig)]
+			action := s.sig.traps[kernel.SignalName(sig)]
 			s.sig.mu.Unlock()
 			if action == "" {
 				continue
@@ -239,7 +210,7 @@ func (s *shell) runPendingTraps() {
 	}
 }
 
-func (s *shell) runExitTrap(sio io3) {
+func (s *shell) runExitTrap(sio kernel.Stdio) {
 	if s.sub {
 		return
 	}
@@ -258,10 +229,10 @@ func (s *shell) runExitTrap(sio io3) {
 	}
 }
 
-func (s *shell) evalString(src string, sio io3) int {
+func (s *shell) evalString(src string, sio kernel.Stdio) int {
 	l, err := parseScript(src)
 	if err != nil {
-		fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+		fmt.Fprintf(sio.Err, "%s: %v\n", s.arg0, err)
 		s.status = 2
 		return 2
 	}
@@ -278,7 +249,7 @@ func (s *shell) setVar(name, v string) {
 }
 
 func (s *shell) stopped() bool {
-	return s.exitReq || s.retReq || s.brk > 0 || s.cont > 0 || s.p.t.ctx.Err() != nil || (s.broken != nil && s.broken.Load())
+	return s.exitReq || s.retReq || s.brk > 0 || s.cont > 0 || s.p.Ctx().Err() != nil || (s.broken != nil && s.broken.Load())
 }
 
 // pipeOut is a pipeline element's output: a write to a pipe whose reader has
@@ -297,7 +268,7 @@ func (p *pipeOut) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func (s *shell) runList(l *list, sio io3) int {
+func (s *shell) runList(l *list, sio kernel.Stdio) int {
 	for i, ao := range l.items {
 		if s.stopped() {
 			break
@@ -313,34 +284,32 @@ func (s *shell) runList(l *list, sio io3) int {
 	return s.status
 }
 
-func (s *shell) background(ao *andOr, sio io3) {
+func (s *shell) background(ao *andOr, sio kernel.Stdio) {
 	sub := s.subshell()
 	// A background job is a forked shell: its own process table entry, so
 	// `kill $!` ends it (and whatever it runs).
-	t, err := s.p.c.newTask(s.p.t, s.p.args, s.p.t.id)
+	child, err := s.p.Fork()
 	if err != nil {
 		s.forkFailed(sio)
 		return
 	}
-	child := *s.p
-	child.t = t
-	sub.p = &child
+	sub.p = child
 	pl := ao.first
 	if _, simple := pl.cmds[0].(*simpleCmd); simple && len(ao.rest) == 0 && !pl.bang && len(pl.cmds) == 1 {
 		sub.execTail = true
 	}
-	sub.io = io3{in: strings.NewReader(""), out: sio.out, err: sio.err}
-	j := &job{pid: t.pid, done: make(chan struct{})}
+	sub.io = kernel.Stdio{In: strings.NewReader(""), Out: sio.Out, Err: sio.Err}
+	j := &job{pid: child.Pid(), done: make(chan struct{})}
 	s.jobsMu.Lock()
 	if len(s.jobs) >= rememberedJobs {
 		s.forgetFinishedJobs()
 	}
-	s.jobs[t.pid] = j
+	s.jobs[child.Pid()] = j
 	s.jobsMu.Unlock()
-	s.lastBg = t.pid
+	s.lastBg = child.Pid()
 	finished := make(chan int, 1)
 	go func() {
-		defer t.recoverCrash()
+		defer child.RecoverCrash()
 		finished <- sub.runAndOr(ao, sub.io)
 	}()
 	go func() {
@@ -350,12 +319,9 @@ func (s *shell) background(ao *andOr, sio io3) {
 			if sub.exitReq {
 				code = sub.exitCode
 			}
-		case <-t.ctx.Done():
+		case <-child.Ctx().Done():
 		}
-		if ec, ok := exitCause(t.ctx); ok {
-			code = ec
-		}
-		t.exit(code)
+		code = child.Exit(code)
 		j.code = code
 		close(j.done)
 	}()
@@ -383,7 +349,7 @@ func (s *shell) forgetFinishedJobs() {
 	}
 }
 
-func (s *shell) runAndOr(ao *andOr, sio io3) int {
+func (s *shell) runAndOr(ao *andOr, sio kernel.Stdio) int {
 	condDepth := s.inCond
 	if len(ao.rest) > 0 {
 		s.inCond++
@@ -413,7 +379,7 @@ func (s *shell) runAndOr(ao *andOr, sio io3) int {
 	return st
 }
 
-func (s *shell) runPipeline(pl *pipeline, sio io3) int {
+func (s *shell) runPipeline(pl *pipeline, sio kernel.Stdio) int {
 	if pl.bang {
 		s.inCond++
 		defer func() { s.inCond-- }()
@@ -433,23 +399,23 @@ func (s *shell) runPipeline(pl *pipeline, sio io3) int {
 // runPipe runs each command of a pipeline in a subshell, connected by pipes.
 // When a reader ends, its pipe is closed so the writer gets EPIPE, as head(1)
 // ends an endless producer.
-func (s *shell) runPipe(cmds []command, sio io3) int {
+func (s *shell) runPipe(cmds []command, sio kernel.Stdio) int {
 	n := len(cmds)
 	// ash forks a subshell for every element: each takes a pid slot while it runs, so a
 	// pipeline cannot fork past the pids limit (`f() { f | f; }; f` would double forever).
 	for i := range cmds {
-		if err := s.p.c.fork(); err != nil {
+		if err := s.p.ReservePid(); err != nil {
 			for range i {
-				s.p.c.release()
+				s.p.ReleasePid()
 			}
 			return s.forkFailed(sio)
 		}
 	}
 	codes := make([]int, n)
 	var wg sync.WaitGroup
-	in := sio.in
+	in := sio.In
 	for i, c := range cmds {
-		cio := io3{in: in, out: sio.out, err: sio.err}
+		cio := kernel.Stdio{In: in, Out: sio.Out, Err: sio.Err}
 		var pw *io.PipeWriter
 		var pr *io.PipeReader
 		sub := s.subshell()
@@ -457,15 +423,15 @@ func (s *shell) runPipe(cmds []command, sio io3) int {
 		if i < n-1 {
 			pr, pw = io.Pipe()
 			sub.broken = &atomic.Bool{}
-			cio.out = &pipeOut{w: pw, broken: sub.broken}
+			cio.Out = &pipeOut{w: pw, broken: sub.broken}
 			in = pr
 		}
 		wg.Add(1)
-		go func(i int, c command, cio io3, pw *io.PipeWriter, myIn io.Reader) {
+		go func(i int, c command, cio kernel.Stdio, pw *io.PipeWriter, myIn io.Reader) {
 			defer wg.Done()
 			defer func() {
 				if sub.heldSlot {
-					s.p.c.release() // no command took it over
+					s.p.ReleasePid() // no command took it over
 				}
 			}()
 			defer func() {
@@ -480,23 +446,23 @@ func (s *shell) runPipe(cmds []command, sio io3) int {
 			// subshell with 139 (SIGSEGV), not the shell or cri-fake.
 			defer func() {
 				if r := recover(); r != nil {
-					s.p.c.logf("process: pid %d %q: a pipeline subshell crashed on a defect of the simulation and ends with exit code %d: %v\n%s",
-						s.p.t.pid, s.p.t.argvCopy(), crashExitCode, r, debug.Stack())
-					codes[i] = crashExitCode
+					s.p.Logf("process: pid %d %q: a pipeline subshell crashed on a defect of the simulation and ends with exit code %d: %v\n%s",
+						s.p.Pid(), s.p.Argv(), kernel.CrashExitCode, r, debug.Stack())
+					codes[i] = kernel.CrashExitCode
 				}
 			}()
 			codes[i] = sub.runCommand(c, cio)
 			if sub.exitReq {
 				codes[i] = sub.exitCode
 			}
-		}(i, c, cio, pw, cio.in)
+		}(i, c, cio, pw, cio.In)
 	}
 	wg.Wait()
 	return codes[n-1]
 }
 
-func (s *shell) runCommand(c command, sio io3) int {
-	if s.p.t.ctx.Err() != nil {
+func (s *shell) runCommand(c command, sio kernel.Stdio) int {
+	if s.p.Ctx().Err() != nil {
 		return s.status
 	}
 	switch c := c.(type) {
@@ -518,8 +484,8 @@ func (s *shell) runCommand(c command, sio io3) int {
 
 // redirectFailed reports a redirection that could not be made: the command fails with 1, or,
 // for a syntax error in a here-document (which ash finds while parsing), the shell aborts with 2.
-func (s *shell) redirectFailed(sio io3, err error) int {
-	fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+func (s *shell) redirectFailed(sio kernel.Stdio, err error) int {
+	fmt.Fprintf(sio.Err, "%s: %v\n", s.arg0, err)
 	var se *syntaxError
 	if errors.As(err, &se) {
 		s.abort(2)
@@ -531,20 +497,14 @@ func (s *shell) redirectFailed(sio io3, err error) int {
 // closeAll closes the files of a redirection once its command is done; when the shell exec'd a
 // program meanwhile, the program owns them (an exec'd process inherits its file descriptors).
 func (s *shell) closeAll(cs []io.Closer) {
-	if s.p.next != nil {
-		s.p.next.inherited = append(s.p.next.inherited, cs...)
+	if s.p.Next != nil {
+		s.p.Next.Inherited = append(s.p.Next.Inherited, cs...)
 		return
 	}
-	closeAll(cs)
+	kernel.CloseAll(cs)
 }
 
-func closeAll(cs []io.Closer) {
-	for _, c := range cs {
-		c.Close()
-	}
-}
-
-func (s *shell) runCompound(c command, sio io3) int {
+func (s *shell) runCompound(c command, sio kernel.Stdio) int {
 	switch c := c.(type) {
 	case *groupCmd:
 		if c.subshell {
@@ -580,7 +540,7 @@ func (s *shell) runCompound(c command, sio io3) int {
 			s.inCond++
 			cst := s.runList(c.cond, sio)
 			s.inCond--
-			if s.exitReq || s.retReq || s.p.t.ctx.Err() != nil {
+			if s.exitReq || s.retReq || s.p.Ctx().Err() != nil {
 				return st
 			}
 			if s.brk > 0 {
@@ -601,7 +561,7 @@ func (s *shell) runCompound(c command, sio io3) int {
 			var err error
 			items, err = s.expandWords(c.words)
 			if err != nil {
-				fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+				fmt.Fprintf(sio.Err, "%s: %v\n", s.arg0, err)
 				return 1
 			}
 		} else {
@@ -621,7 +581,7 @@ func (s *shell) runCompound(c command, sio io3) int {
 	case *caseCmd:
 		w, err := s.expandString(c.word)
 		if err != nil {
-			fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+			fmt.Fprintf(sio.Err, "%s: %v\n", s.arg0, err)
 			return 1
 		}
 		for _, it := range c.items {
@@ -641,16 +601,16 @@ func (s *shell) runCompound(c command, sio io3) int {
 }
 
 // redirect applies redirections and returns the new stdio and what to close.
-func (s *shell) redirect(rs []redir, sio io3) (io3, []io.Closer, error) {
+func (s *shell) redirect(rs []redir, sio kernel.Stdio) (kernel.Stdio, []io.Closer, error) {
 	var closers []io.Closer
-	fds := map[int]any{0: sio.in, 1: sio.out, 2: sio.err}
+	fds := map[int]any{0: sio.In, 1: sio.Out, 2: sio.Err}
 	for _, r := range rs {
 		if r.here != nil {
 			body := r.here.body
 			if !r.here.quoted {
 				b := &fieldBuilder{}
 				if err := s.expandDouble(body, b); err != nil {
-					closeAll(closers)
+					kernel.CloseAll(closers)
 					return sio, nil, err
 				}
 				body = b.cur.String()
@@ -660,7 +620,7 @@ func (s *shell) redirect(rs []redir, sio io3) (io3, []io.Closer, error) {
 		}
 		target, err := s.expandString(r.target)
 		if err != nil {
-			closeAll(closers)
+			kernel.CloseAll(closers)
 			return sio, nil, err
 		}
 		switch r.op {
@@ -675,22 +635,22 @@ func (s *shell) redirect(rs []redir, sio io3) (io3, []io.Closer, error) {
 					// >&file is &>file in busybox ash.
 					w, werr := s.openOut(target, false)
 					if werr != nil {
-						closeAll(closers)
+						kernel.CloseAll(closers)
 						return sio, nil, werr
 					}
 					closers = append(closers, w)
 					fds[1], fds[2] = w, w
 					continue
 				}
-				closeAll(closers)
+				kernel.CloseAll(closers)
 				return sio, nil, fmt.Errorf("%s: bad file descriptor", target)
 			}
 			fds[r.fd] = fds[src]
 		case "<", "<>":
-			rc, err := s.p.c.fs.Open(s.p.absIn(s.dir, target))
+			rc, err := s.p.FS().Open(s.p.AbsIn(s.dir, target))
 			if err != nil {
-				closeAll(closers)
-				return sio, nil, fmt.Errorf("can't open '%s': %s", target, strerror(err))
+				kernel.CloseAll(closers)
+				return sio, nil, fmt.Errorf("can't open '%s': %s", target, vfs.Strerror(err))
 			}
 			closers = append(closers, rc)
 			fds[r.fd] = rc
@@ -708,7 +668,7 @@ func (s *shell) redirect(rs []redir, sio io3) (io3, []io.Closer, error) {
 			}
 			w, err := s.openOut(target, r.op == ">>")
 			if err != nil {
-				closeAll(closers)
+				kernel.CloseAll(closers)
 				return sio, nil, err
 			}
 			closers = append(closers, w)
@@ -718,29 +678,29 @@ func (s *shell) redirect(rs []redir, sio io3) (io3, []io.Closer, error) {
 			}
 		}
 	}
-	out := io3{}
+	out := kernel.Stdio{}
 	if r, ok := fds[0].(io.Reader); ok {
-		out.in = r
+		out.In = r
 	} else {
-		out.in = strings.NewReader("")
+		out.In = strings.NewReader("")
 	}
 	if w, ok := fds[1].(io.Writer); ok {
-		out.out = w
+		out.Out = w
 	} else {
-		out.out = discard{}
+		out.Out = vfs.Discard{}
 	}
 	if w, ok := fds[2].(io.Writer); ok {
-		out.err = w
+		out.Err = w
 	} else {
-		out.err = discard{}
+		out.Err = vfs.Discard{}
 	}
 	return out, closers, nil
 }
 
 func (s *shell) openOut(target string, appendMode bool) (io.WriteCloser, error) {
-	w, err := s.p.c.fs.openWrite(s.p.cred(), s.p.absIn(s.dir, target), appendMode, 0o644)
+	w, err := s.p.OpenWrite(s.p.AbsIn(s.dir, target), appendMode, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("can't create %s: %s", target, strerror(err))
+		return nil, fmt.Errorf("can't create %s: %s", target, vfs.Strerror(err))
 	}
 	return w, nil
 }
@@ -761,13 +721,13 @@ func (s *shell) exportedEnv(extra []string) []string {
 	return append(env, extra...)
 }
 
-func (s *shell) runSimple(c *simpleCmd, sio io3) int {
+func (s *shell) runSimple(c *simpleCmd, sio kernel.Stdio) int {
 	tail := s.execTail
 	s.execTail = false // only this command, not what a function it calls runs
 	s.substStatus = -1
 	words, err := s.expandWords(c.words)
 	if err != nil {
-		fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+		fmt.Fprintf(sio.Err, "%s: %v\n", s.arg0, err)
 		if !s.sub || err == errOutOfMemory {
 			s.abort(2)
 		}
@@ -778,7 +738,7 @@ func (s *shell) runSimple(c *simpleCmd, sio io3) int {
 		k, raw, _ := strings.Cut(a, "=")
 		v, err := s.expandString(raw)
 		if err != nil {
-			fmt.Fprintf(sio.err, "%s: %v\n", s.arg0, err)
+			fmt.Fprintf(sio.Err, "%s: %v\n", s.arg0, err)
 			if err == errOutOfMemory {
 				s.abort(2) // busybox dies on a failed allocation
 				return 2
@@ -803,7 +763,7 @@ func (s *shell) runSimple(c *simpleCmd, sio io3) int {
 		return 0
 	}
 	if s.xtrace {
-		fmt.Fprintf(rio.err, "+ %s\n", strings.Join(words, " "))
+		fmt.Fprintf(rio.Err, "+ %s\n", strings.Join(words, " "))
 	}
 	if fn, ok := s.funcs[words[0]]; ok {
 		if !s.enter(rio, words[0], "function") {
@@ -823,58 +783,55 @@ func (s *shell) runSimple(c *simpleCmd, sio io3) int {
 	if b, ok := shellBuiltins[words[0]]; ok {
 		return b(s, words, rio)
 	}
-	if a, ok := inlineApplets[words[0]]; ok {
+	if a, ok := s.p.InlineApplet(words[0]); ok {
 		bp := *s.p
-		bp.args, bp.stdin, bp.stdout, bp.stderr, bp.dir = words, rio.in, rio.out, rio.err, s.dir
-		bp.env = s.exportedEnv(tmpEnv)
+		bp.Args, bp.Stdin, bp.Stdout, bp.Stderr, bp.Dir = words, rio.In, rio.Out, rio.Err, s.dir
+		bp.Env = s.exportedEnv(tmpEnv)
 		return a(&bp)
 	}
 	env := s.exportedEnv(tmpEnv)
-	exe, err := s.p.c.lookPath(words[0], env, s.dir)
+	exe, err := s.p.LookPath(words[0], env, s.dir)
 	if err != nil {
 		return s.execFailed(words[0], err, rio)
 	}
 	if tail {
 		// The background job's shell becomes the command (exec in the forked child).
-		t := s.p.t
-		t.execAs(words)
-		np := &proc{t: t, c: s.p.c, args: words, env: env, dir: s.dir, stdin: rio.in, stdout: rio.out, stderr: rio.err, tty: s.p.tty, exe: exe}
-		return np.runExecutable()
+		return s.p.Execve(exe, words, env, s.dir, rio).RunExecutable()
 	}
 	held := s.heldSlot
 	s.heldSlot = false
-	st, err := s.p.spawnIn(held, exe, words, env, s.dir, rio, true)
+	st, err := s.p.SpawnIn(held, exe, words, env, s.dir, rio, true)
 	if err != nil {
 		return s.forkFailed(rio)
 	}
 	return st
 }
 
-func (s *shell) execFailed(name string, err error, sio io3) int {
+func (s *shell) execFailed(name string, err error, sio kernel.Stdio) int {
 	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, syscall.ENOENT):
-		fmt.Fprintf(sio.err, "%s: %s: not found\n", s.arg0, name)
+	case errors.Is(err, kernel.ErrNotFound), errors.Is(err, syscall.ENOENT):
+		fmt.Fprintf(sio.Err, "%s: %s: not found\n", s.arg0, name)
 		return 127
 	case errors.Is(err, syscall.EACCES):
-		fmt.Fprintf(sio.err, "%s: %s: Permission denied\n", s.arg0, name)
+		fmt.Fprintf(sio.Err, "%s: %s: Permission denied\n", s.arg0, name)
 		return 126
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		fmt.Fprintf(sio.err, "%s: %s: %s\n", s.arg0, name, strerror(pe.Err))
+		fmt.Fprintf(sio.Err, "%s: %s: %s\n", s.arg0, name, vfs.Strerror(pe.Err))
 	} else {
-		fmt.Fprintf(sio.err, "%s: %s: %v\n", s.arg0, name, err)
+		fmt.Fprintf(sio.Err, "%s: %s: %v\n", s.arg0, name, err)
 	}
 	return 126
 }
 
-type builtin func(s *shell, args []string, sio io3) int
+type builtin func(s *shell, args []string, sio kernel.Stdio) int
 
 var shellBuiltins map[string]builtin
 
 func init() {
 	shellBuiltins = map[string]builtin{
-		":":        func(*shell, []string, io3) int { return 0 },
+		":":        func(*shell, []string, kernel.Stdio) int { return 0 },
 		"cd":       builtinCd,
 		"exit":     builtinExit,
 		"return":   builtinReturn,
@@ -895,12 +852,12 @@ func init() {
 		"exec":     builtinExec,
 		"type":     builtinType,
 		"command":  builtinType,
-		"umask":    func(s *shell, args []string, sio io3) int { fmt.Fprintln(sio.out, "0022"); return 0 },
-		"pwd":      func(s *shell, args []string, sio io3) int { fmt.Fprintln(sio.out, s.dir); return 0 },
+		"umask":    func(s *shell, args []string, sio kernel.Stdio) int { fmt.Fprintln(sio.Out, "0022"); return 0 },
+		"pwd":      func(s *shell, args []string, sio kernel.Stdio) int { fmt.Fprintln(sio.Out, s.dir); return 0 },
 	}
 }
 
-func builtinCd(s *shell, args []string, sio io3) int {
+func builtinCd(s *shell, args []string, sio kernel.Stdio) int {
 	dir := ""
 	if len(args) > 1 {
 		dir = args[1]
@@ -912,31 +869,31 @@ func builtinCd(s *shell, args []string, sio io3) int {
 		dir, _ = s.lookup("OLDPWD")
 		printDir = true // `cd -` prints where it went
 	}
-	target := s.p.absIn(s.dir, dir)
-	st, err := s.p.c.fs.Stat(target)
+	target := s.p.AbsIn(s.dir, dir)
+	st, err := s.p.FS().Stat(target)
 	if err != nil {
-		fmt.Fprintf(sio.err, "%s: cd: can't cd to %s: %s\n", s.arg0, dir, strerror(err))
+		fmt.Fprintf(sio.Err, "%s: cd: can't cd to %s: %s\n", s.arg0, dir, vfs.Strerror(err))
 		return 1
 	}
 	if !st.IsDir() {
-		fmt.Fprintf(sio.err, "%s: cd: can't cd to %s: Not a directory\n", s.arg0, dir)
+		fmt.Fprintf(sio.Err, "%s: cd: can't cd to %s: Not a directory\n", s.arg0, dir)
 		return 1
 	}
 	s.vars["OLDPWD"] = s.dir
 	s.dir = target
 	s.vars["PWD"] = target
 	if printDir {
-		fmt.Fprintln(sio.out, target)
+		fmt.Fprintln(sio.Out, target)
 	}
 	return 0
 }
 
-func builtinExit(s *shell, args []string, sio io3) int {
+func builtinExit(s *shell, args []string, sio kernel.Stdio) int {
 	code := s.status
 	if len(args) > 1 {
 		n, err := strconv.Atoi(args[1])
 		if err != nil {
-			fmt.Fprintf(sio.err, "%s: exit: Illegal number: %s\n", s.arg0, args[1])
+			fmt.Fprintf(sio.Err, "%s: exit: Illegal number: %s\n", s.arg0, args[1])
 			code = 2
 		} else {
 			code = n & 0xff
@@ -946,7 +903,7 @@ func builtinExit(s *shell, args []string, sio io3) int {
 	return code
 }
 
-func builtinReturn(s *shell, args []string, sio io3) int {
+func builtinReturn(s *shell, args []string, sio kernel.Stdio) int {
 	code := s.status
 	if len(args) > 1 {
 		code, _ = strconv.Atoi(args[1])
@@ -956,7 +913,7 @@ func builtinReturn(s *shell, args []string, sio io3) int {
 	return code
 }
 
-func builtinBreak(s *shell, args []string, sio io3) int {
+func builtinBreak(s *shell, args []string, sio kernel.Stdio) int {
 	n := 1
 	if len(args) > 1 {
 		n, _ = strconv.Atoi(args[1])
@@ -978,11 +935,11 @@ func builtinBreak(s *shell, args []string, sio io3) int {
 	return 0
 }
 
-func builtinExport(s *shell, args []string, sio io3) int {
+func builtinExport(s *shell, args []string, sio kernel.Stdio) int {
 	if len(args) == 1 || (len(args) == 2 && args[1] == "-p") {
 		for _, kv := range s.exportedEnv(nil) {
 			k, v, _ := strings.Cut(kv, "=")
-			fmt.Fprintf(sio.out, "export %s='%s'\n", k, v)
+			fmt.Fprintf(sio.Out, "export %s='%s'\n", k, v)
 		}
 		return 0
 	}
@@ -997,7 +954,7 @@ func builtinExport(s *shell, args []string, sio io3) int {
 	return 0
 }
 
-func builtinLocal(s *shell, args []string, sio io3) int {
+func builtinLocal(s *shell, args []string, sio kernel.Stdio) int {
 	for _, a := range args[1:] {
 		if k, v, ok := strings.Cut(a, "="); ok {
 			s.vars[k] = v
@@ -1008,7 +965,7 @@ func builtinLocal(s *shell, args []string, sio io3) int {
 	return 0
 }
 
-func builtinUnset(s *shell, args []string, sio io3) int {
+func builtinUnset(s *shell, args []string, sio kernel.Stdio) int {
 	for _, a := range args[1:] {
 		if a == "-f" || a == "-v" {
 			continue
@@ -1020,7 +977,7 @@ func builtinUnset(s *shell, args []string, sio io3) int {
 	return 0
 }
 
-func builtinSet(s *shell, args []string, sio io3) int {
+func builtinSet(s *shell, args []string, sio kernel.Stdio) int {
 	if len(args) == 1 {
 		keys := make([]string, 0, len(s.vars))
 		for k := range s.vars {
@@ -1028,7 +985,7 @@ func builtinSet(s *shell, args []string, sio io3) int {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(sio.out, "%s='%s'\n", k, s.vars[k])
+			fmt.Fprintf(sio.Out, "%s='%s'\n", k, s.vars[k])
 		}
 		return 0
 	}
@@ -1077,11 +1034,11 @@ func builtinSet(s *shell, args []string, sio io3) int {
 // builtinShift is ash's shift: the count must be digits ("sh: shift: Illegal number: -1" is a
 // shell error, status 2), and a count larger than $# shifts nothing and returns 1 without a
 // message (busybox 1.36; bash says "shift count out of range", dash "can't shift that many").
-func builtinShift(s *shell, args []string, sio io3) int {
+func builtinShift(s *shell, args []string, sio kernel.Stdio) int {
 	n := 1
 	if len(args) > 1 {
 		if !isDigits(args[1]) {
-			fmt.Fprintf(sio.err, "%s: shift: Illegal number: %s\n", s.arg0, args[1])
+			fmt.Fprintf(sio.Err, "%s: shift: Illegal number: %s\n", s.arg0, args[1])
 			s.abort(2)
 			return 2
 		}
@@ -1097,7 +1054,7 @@ func builtinShift(s *shell, args []string, sio io3) int {
 	return 0
 }
 
-func builtinTrap(s *shell, args []string, sio io3) int {
+func builtinTrap(s *shell, args []string, sio kernel.Stdio) int {
 	s.sig.mu.Lock()
 	defer s.sig.mu.Unlock()
 	if len(args) == 1 {
@@ -1107,7 +1064,7 @@ func builtinTrap(s *shell, args []string, sio io3) int {
 		}
 		sort.Strings(names)
 		for _, k := range names {
-			fmt.Fprintf(sio.out, "trap -- '%s' %s\n", s.sig.traps[k], k)
+			fmt.Fprintf(sio.Out, "trap -- '%s' %s\n", s.sig.traps[k], k)
 		}
 		return 0
 	}
@@ -1122,12 +1079,12 @@ func builtinTrap(s *shell, args []string, sio io3) int {
 		if key == "0" || key == "EXIT" {
 			key = "EXIT"
 		} else {
-			sig, ok := parseSignal(name)
+			sig, ok := kernel.ParseSignal(name)
 			if !ok {
-				fmt.Fprintf(sio.err, "%s: trap: %s: bad trap\n", s.arg0, name)
+				fmt.Fprintf(sio.Err, "%s: trap: %s: bad trap\n", s.arg0, name)
 				return 1
 			}
-			key = sigName(sig)
+			key = kernel.SignalName(sig)
 		}
 		if action == "-" {
 			delete(s.sig.traps, key)
@@ -1149,8 +1106,8 @@ func (l lineReader) readLine() (string, error) {
 	for {
 		n, err := l.r.Read(one)
 		if n == 1 {
-			if len(b) == maxHeldBytes {
-				return "", errTooBig
+			if len(b) == kernel.MaxHeldBytes {
+				return "", kernel.ErrTooBig
 			}
 			b = append(b, one[0])
 			if one[0] == '\n' {
@@ -1163,7 +1120,7 @@ func (l lineReader) readLine() (string, error) {
 	}
 }
 
-func builtinRead(s *shell, args []string, sio io3) int {
+func builtinRead(s *shell, args []string, sio kernel.Stdio) int {
 	raw := false
 	var names []string
 	for i := 1; i < len(args); i++ {
@@ -1172,7 +1129,7 @@ func builtinRead(s *shell, args []string, sio io3) int {
 			raw = true
 		case "-p":
 			if i+1 < len(args) {
-				fmt.Fprint(sio.err, args[i+1])
+				fmt.Fprint(sio.Err, args[i+1])
 				i++
 			}
 		default:
@@ -1188,18 +1145,18 @@ func builtinRead(s *shell, args []string, sio io3) int {
 	}
 	ch := make(chan res, 1)
 	go func() {
-		defer s.p.t.recoverCrash()
-		line, err := lineReader{sio.in}.readLine()
+		defer s.p.RecoverCrash()
+		line, err := lineReader{sio.In}.readLine()
 		ch <- res{line, err}
 	}()
 	var r res
 	select {
 	case r = <-ch:
-	case <-s.p.t.ctx.Done():
+	case <-s.p.Ctx().Done():
 		return 1
 	}
-	if errors.Is(r.err, errTooBig) {
-		fmt.Fprintf(sio.err, "%s: read: %v\n", s.arg0, r.err)
+	if errors.Is(r.err, kernel.ErrTooBig) {
+		fmt.Fprintf(sio.Err, "%s: read: %v\n", s.arg0, r.err)
 		return 1
 	}
 	line := strings.TrimSuffix(r.line, "\n")
@@ -1223,7 +1180,7 @@ func builtinRead(s *shell, args []string, sio io3) int {
 	return 0
 }
 
-func builtinWait(s *shell, args []string, sio io3) int {
+func builtinWait(s *shell, args []string, sio kernel.Stdio) int {
 	s.jobsMu.Lock()
 	var jobs []*job
 	if len(args) > 1 {
@@ -1233,7 +1190,7 @@ func builtinWait(s *shell, args []string, sio io3) int {
 				jobs = append(jobs, j)
 			} else {
 				s.jobsMu.Unlock()
-				fmt.Fprintf(sio.err, "%s: wait: pid %s is not a child of this shell\n", s.arg0, a)
+				fmt.Fprintf(sio.Err, "%s: wait: pid %s is not a child of this shell\n", s.arg0, a)
 				return 127
 			}
 		}
@@ -1255,14 +1212,14 @@ func builtinWait(s *shell, args []string, sio io3) int {
 			// A trapped signal interrupts wait (POSIX): status 128+sig, then the trap runs.
 			s.sig.pending <- sig
 			return 128 + int(sig)
-		case <-s.p.t.ctx.Done():
+		case <-s.p.Ctx().Done():
 			return 1
 		}
 	}
 	return st
 }
 
-func builtinEval(s *shell, args []string, sio io3) int {
+func builtinEval(s *shell, args []string, sio kernel.Stdio) int {
 	if !s.enter(sio, "eval", "eval") {
 		return 1
 	}
@@ -1270,13 +1227,13 @@ func builtinEval(s *shell, args []string, sio io3) int {
 	return s.evalString(strings.Join(args[1:], " "), sio)
 }
 
-func builtinSource(s *shell, args []string, sio io3) int {
+func builtinSource(s *shell, args []string, sio kernel.Stdio) int {
 	if len(args) < 2 {
 		return 0
 	}
-	data, err := s.p.readFileBounded(s.p.absIn(s.dir, args[1]))
+	data, err := s.p.ReadFileBounded(s.p.AbsIn(s.dir, args[1]))
 	if err != nil {
-		fmt.Fprintf(sio.err, "%s: .: can't open '%s': %s\n", s.arg0, args[1], lineError(err))
+		fmt.Fprintf(sio.Err, "%s: .: can't open '%s': %s\n", s.arg0, args[1], kernel.LineError(err))
 		return 2
 	}
 	if !s.enter(sio, args[1], "source") {
@@ -1289,14 +1246,14 @@ func builtinSource(s *shell, args []string, sio io3) int {
 // builtinExec replaces the shell with the command, as exec(2) does: the
 // command runs in the shell's own process (same pid, its argv shown in the
 // process table), and the shell ends with the command's status.
-func builtinExec(s *shell, args []string, sio io3) int {
+func builtinExec(s *shell, args []string, sio kernel.Stdio) int {
 	if len(args) == 1 {
 		// exec with only redirections: applied to the shell's own stdio.
 		s.io = sio
 		return 0
 	}
 	env := s.exportedEnv(nil)
-	exe, err := s.p.c.lookPath(args[1], env, s.dir)
+	exe, err := s.p.LookPath(args[1], env, s.dir)
 	if err != nil {
 		st := s.execFailed(args[1], err, sio)
 		s.exitReq, s.exitCode = true, st
@@ -1305,19 +1262,18 @@ func builtinExec(s *shell, args []string, sio io3) int {
 	if s.sub {
 		// In a subshell (pipeline, $(...)) the shell shares its task with the
 		// parent: run the command as a child instead.
-		st, err := s.p.spawn(exe, args[1:], env, s.dir, sio, true)
+		st, err := s.p.Spawn(exe, args[1:], env, s.dir, sio, true)
 		if err != nil {
 			return s.forkFailed(sio)
 		}
 		s.exitReq, s.exitCode = true, st
 		return st
 	}
-	t := s.p.t
-	t.execAs(args[1:])
-	t.setHandler(nil)
 	// The program replaces the shell: the shell unwinds (exitReq) and the program runs in
 	// its place, from runExecutable's loop, with the files the shell redirected for it.
-	s.p.next = &proc{t: t, c: s.p.c, args: args[1:], env: env, dir: s.dir, stdin: sio.in, stdout: sio.out, stderr: sio.err, tty: s.p.tty, exe: exe}
+	next := s.p.Execve(exe, args[1:], env, s.dir, sio)
+	s.p.SetSignalHandler(nil)
+	s.p.Next = next
 	s.exitReq, s.exitCode = true, 0
 	// The shell is gone: no EXIT trap runs after a successful exec.
 	s.sig.mu.Lock()
@@ -1334,7 +1290,7 @@ func quoteAll(args []string) []string {
 	return out
 }
 
-func builtinType(s *shell, args []string, sio io3) int {
+func builtinType(s *shell, args []string, sio kernel.Stdio) int {
 	rest := args[1:]
 	verbose := args[0] == "type"
 	if len(rest) > 0 && (rest[0] == "-v" || rest[0] == "-V") {
@@ -1352,38 +1308,38 @@ func builtinType(s *shell, args []string, sio io3) int {
 	st := 0
 	for _, name := range rest {
 		_, isB := shellBuiltins[name]
-		_, isI := inlineApplets[name]
+		_, isI := s.p.InlineApplet(name)
 		switch {
 		case isB || isI:
 			if verbose {
-				fmt.Fprintf(sio.out, "%s is a shell builtin\n", name)
+				fmt.Fprintf(sio.Out, "%s is a shell builtin\n", name)
 			} else {
-				fmt.Fprintln(sio.out, name)
+				fmt.Fprintln(sio.Out, name)
 			}
 		default:
-			exe, err := s.p.c.lookPath(name, s.exportedEnv(nil), s.dir)
+			exe, err := s.p.LookPath(name, s.exportedEnv(nil), s.dir)
 			if err != nil {
 				if verbose {
-					fmt.Fprintf(sio.out, "%s: not found\n", name)
+					fmt.Fprintf(sio.Out, "%s: not found\n", name)
 				}
 				st = 1
 				continue
 			}
 			if verbose {
-				fmt.Fprintf(sio.out, "%s is %s\n", name, exe.path)
+				fmt.Fprintf(sio.Out, "%s is %s\n", name, exe.Path)
 			} else {
-				fmt.Fprintln(sio.out, exe.path)
+				fmt.Fprintln(sio.Out, exe.Path)
 			}
 		}
 	}
 	return st
 }
 
-// appletSh is sh: -c STRING [ARG0 ARGS], a script file, or commands read
+// Sh is sh: -c STRING [ARG0 ARGS], a script file, or commands read
 // from stdin (with a "/ # " prompt on a TTY).
-func appletSh(p *proc) int {
+func Sh(p *kernel.Proc) int {
 	s := newShell(p)
-	args := p.args[1:]
+	args := p.Args[1:]
 	cmdMode := false
 	for len(args) > 0 && len(args[0]) > 1 && (args[0][0] == '-' || args[0][0] == '+') {
 		a := args[0]
@@ -1409,7 +1365,7 @@ func appletSh(p *proc) int {
 	switch {
 	case cmdMode:
 		if len(args) == 0 {
-			fmt.Fprintf(p.stderr, "%s: -c requires an argument\n", s.arg0)
+			fmt.Fprintf(p.Stderr, "%s: -c requires an argument\n", s.arg0)
 			return 2
 		}
 		src = args[0]
@@ -1418,9 +1374,9 @@ func appletSh(p *proc) int {
 			s.params = args[2:]
 		}
 	case len(args) > 0:
-		data, err := p.readFileBounded(p.abs(args[0]))
+		data, err := p.ReadFileBounded(p.Abs(args[0]))
 		if err != nil {
-			fmt.Fprintf(p.stderr, "%s: can't open '%s': %s\n", s.arg0, args[0], lineError(err))
+			fmt.Fprintf(p.Stderr, "%s: can't open '%s': %s\n", s.arg0, args[0], kernel.LineError(err))
 			return 2
 		}
 		src = string(data)
@@ -1434,7 +1390,7 @@ func appletSh(p *proc) int {
 		err = &syntaxError{"unexpected end of file"}
 	}
 	if err != nil {
-		fmt.Fprintf(p.stderr, "%s: %v\n", s.arg0, err)
+		fmt.Fprintf(p.Stderr, "%s: %v\n", s.arg0, err)
 		return 2
 	}
 	if sc := singleExternal(s, l); sc != nil {
@@ -1446,7 +1402,7 @@ func appletSh(p *proc) int {
 		}
 	}
 	st := s.runList(l, s.io)
-	if p.next != nil {
+	if p.Next != nil {
 		return 0 // exec'd: the program runs in the shell's place
 	}
 	s.runPendingTraps()
@@ -1479,7 +1435,7 @@ func singleExternal(s *shell, l *list) *simpleCmd {
 	if _, ok := shellBuiltins[name]; ok {
 		return nil
 	}
-	if _, ok := inlineApplets[name]; ok {
+	if _, ok := s.p.InlineApplet(name); ok {
 		return nil
 	}
 	return sc
@@ -1489,51 +1445,51 @@ func (s *shell) prompt() string {
 	if v, ok := s.vars["PS1"]; ok {
 		return v
 	}
-	if s.p.t.id.UID == 0 {
+	if s.p.Identity().UID == 0 {
 		return s.dir + " # "
 	}
 	return s.dir + " $ "
 }
 
 func (s *shell) interactive() int {
-	s.ignoreInt.Store(s.p.tty)
-	lr := lineReader{s.io.in}
+	s.ignoreInt.Store(s.p.TTY)
+	lr := lineReader{s.io.In}
 	var buf string
 	type res struct {
 		line string
 		err  error
 	}
 	for {
-		if s.p.tty {
+		if s.p.TTY {
 			if buf == "" {
-				fmt.Fprint(s.io.out, s.prompt())
+				fmt.Fprint(s.io.Out, s.prompt())
 			} else {
-				fmt.Fprint(s.io.out, "> ")
+				fmt.Fprint(s.io.Out, "> ")
 			}
 		}
 		ch := make(chan res, 1)
 		go func() {
-			defer s.p.t.recoverCrash()
+			defer s.p.RecoverCrash()
 			l, err := lr.readLine()
 			ch <- res{l, err}
 		}()
 		var r res
 		select {
 		case r = <-ch:
-		case <-s.p.t.ctx.Done():
+		case <-s.p.Ctx().Done():
 			return s.status
 		}
-		if errors.Is(r.err, errTooBig) {
-			fmt.Fprintf(s.io.err, "%s: %v\n", s.arg0, r.err)
+		if errors.Is(r.err, kernel.ErrTooBig) {
+			fmt.Fprintf(s.io.Err, "%s: %v\n", s.arg0, r.err)
 			s.status = 1
 			break
 		}
 		if r.line == "" && r.err != nil {
 			break
 		}
-		if len(buf)+len(r.line) > maxHeldBytes {
+		if len(buf)+len(r.line) > kernel.MaxHeldBytes {
 			// A command never completed (an open quote) over a long input.
-			fmt.Fprintf(s.io.err, "%s: %v\n", s.arg0, errTooBig)
+			fmt.Fprintf(s.io.Err, "%s: %v\n", s.arg0, kernel.ErrTooBig)
 			s.status = 1
 			break
 		}
@@ -1544,7 +1500,7 @@ func (s *shell) interactive() int {
 		}
 		buf = ""
 		if perr != nil {
-			fmt.Fprintf(s.io.err, "%s: %v\n", s.arg0, perr)
+			fmt.Fprintf(s.io.Err, "%s: %v\n", s.arg0, perr)
 			s.status = 2
 			continue
 		}
@@ -1554,7 +1510,7 @@ func (s *shell) interactive() int {
 			// A shell error ends the command line, not an interactive shell.
 			s.exitReq, s.aborted = false, false
 		}
-		if s.exitReq || s.p.t.ctx.Err() != nil || r.err != nil {
+		if s.exitReq || s.p.Ctx().Err() != nil || r.err != nil {
 			break
 		}
 	}
@@ -1581,5 +1537,13 @@ func (s *shell) loopEnds() bool {
 			return true
 		}
 	}
-	return s.exitReq || s.retReq || s.p.t.ctx.Err() != nil
+	return s.exitReq || s.retReq || s.p.Ctx().Err() != nil
+}
+
+// Builtin reports whether name is one of the shell's own builtins (cd,
+// export, trap, ...), which `type` calls a shell builtin besides the inline
+// applets.
+func Builtin(name string) bool {
+	_, ok := shellBuiltins[name]
+	return ok
 }

@@ -1,4 +1,4 @@
-package process
+package vfs
 
 import (
 	"errors"
@@ -251,4 +251,16 @@ func (f *FS) finish(l loc) loc {
 		l.ro = true
 	}
 	return l
+}
+
+// Realpath is where p leads in the container's view once every symlink is
+// followed (realpath(3)).
+func (f *FS) Realpath(p string) (string, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	l, err := f.resolve(p, true)
+	if err != nil {
+		return "", err
+	}
+	return l.cpath, nil
 }

@@ -1,4 +1,4 @@
-package process
+package applets
 
 import (
 	"bufio"
@@ -9,10 +9,12 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
 // flags splits leading single-letter options ("-la", "-n 5") from operands.
@@ -49,38 +51,38 @@ func flags(args []string, withValue string) (map[byte]string, []string, error) {
 	return set, args[i:], nil
 }
 
-func (p *proc) usage(err error) int {
-	p.errorf("%v", err)
+func usage(p *kernel.Proc, err error) int {
+	p.Errorf("%v", err)
 	return 1
 }
 
-func (p *proc) open(name string) (io.ReadCloser, error) {
+func open(p *kernel.Proc, name string) (io.ReadCloser, error) {
 	if name == "-" || name == "/dev/stdin" {
-		return io.NopCloser(p.stdin), nil
+		return io.NopCloser(p.Stdin), nil
 	}
-	return p.c.fs.Open(p.abs(name))
+	return p.FS().Open(p.Abs(name))
 }
 
-func appletCat(p *proc) int {
-	_, files, err := flags(p.args[1:], "")
+func appletCat(p *kernel.Proc) int {
+	_, files, err := flags(p.Args[1:], "")
 	if err != nil {
-		return p.usage(err)
+		return usage(p, err)
 	}
 	broken, failed := false, false
-	st := p.eachInput(files, func(_ int, _ string, r io.Reader) bool {
-		_, err := copyCtx(p, p.stdout, r)
+	st := eachInput(p, files, func(_ int, _ string, r io.Reader) bool {
+		_, err := copyCtx(p, p.Stdout, r)
 		var errno syscall.Errno
 		if errors.Is(err, syscall.EPIPE) {
 			broken = true
 			return false
-		} else if errors.As(err, &errno) && p.ctx().Err() == nil {
+		} else if errors.As(err, &errno) && p.Ctx().Err() == nil {
 			// busybox: "cat: write error: No space left on device" (a full
 			// file system), "cat: read error: Is a directory"; exit 1.
 			what := "write"
 			if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Op == "read" {
 				what = "read"
 			}
-			p.errorf("%s error: %s", what, strerror(err))
+			p.Errorf("%s error: %s", what, vfs.Strerror(err))
 			failed = true // and on to the next file, as busybox does
 		}
 		return true
@@ -95,15 +97,15 @@ func appletCat(p *proc) int {
 // way busybox's text applets walk their files: one that cannot be opened is reported as
 // "can't open 'f': reason" and makes the status 1, and the others are still read. fn returns false
 // to stop early (a broken pipe).
-func (p *proc) eachInput(files []string, fn func(i int, name string, r io.Reader) bool) int {
+func eachInput(p *kernel.Proc, files []string, fn func(i int, name string, r io.Reader) bool) int {
 	if len(files) == 0 {
 		files = []string{"-"}
 	}
 	st := 0
 	for i, f := range files {
-		r, err := p.open(f)
+		r, err := open(p, f)
 		if err != nil {
-			p.errorf("can't open '%s': %s", f, strerror(err))
+			p.Errorf("can't open '%s': %s", f, vfs.Strerror(err))
 			st = 1
 			continue
 		}
@@ -117,12 +119,12 @@ func (p *proc) eachInput(files []string, fn func(i int, name string, r io.Reader
 }
 
 // copyCtx copies until EOF, a write error or the end of the process.
-func copyCtx(p *proc, w io.Writer, r io.Reader) (int64, error) {
+func copyCtx(p *kernel.Proc, w io.Writer, r io.Reader) (int64, error) {
 	buf := make([]byte, 32*1024)
 	var n int64
 	for {
-		if p.ctx().Err() != nil {
-			return n, p.ctx().Err()
+		if p.Ctx().Err() != nil {
+			return n, p.Ctx().Err()
 		}
 		k, err := r.Read(buf)
 		if k > 0 {
@@ -140,8 +142,8 @@ func copyCtx(p *proc, w io.Writer, r io.Reader) (int64, error) {
 	}
 }
 
-func (p *proc) userName(uid int) string {
-	data, _ := p.c.fs.ReadFile("/etc/passwd")
+func userName(p *kernel.Proc, uid int) string {
+	data, _ := p.FS().ReadFile("/etc/passwd")
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Split(line, ":")
 		if len(f) > 2 && f[2] == strconv.Itoa(uid) {
@@ -151,8 +153,8 @@ func (p *proc) userName(uid int) string {
 	return ""
 }
 
-func (p *proc) groupName(gid int) string {
-	data, _ := p.c.fs.ReadFile("/etc/group")
+func groupName(p *kernel.Proc, gid int) string {
+	data, _ := p.FS().ReadFile("/etc/group")
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Split(line, ":")
 		if len(f) > 2 && f[2] == strconv.Itoa(gid) {
@@ -164,7 +166,7 @@ func (p *proc) groupName(gid int) string {
 
 func ownerOf(st fs.FileInfo) (int, int) {
 	switch s := st.Sys().(type) {
-	case *Owner:
+	case *vfs.Owner:
 		return s.UID, s.GID
 	case *syscall.Stat_t:
 		return int(s.Uid), int(s.Gid)
@@ -172,9 +174,9 @@ func ownerOf(st fs.FileInfo) (int, int) {
 	return 0, 0
 }
 
-func (p *proc) lsLong(st fs.FileInfo, name string) string {
+func lsLong(p *kernel.Proc, st fs.FileInfo, name string) string {
 	uid, gid := ownerOf(st)
-	u, g := p.userName(uid), p.groupName(gid)
+	u, g := userName(p, uid), groupName(p, gid)
 	if u == "" {
 		u = strconv.Itoa(uid)
 	}
@@ -216,10 +218,10 @@ func lsMode(m fs.FileMode) string {
 	return string(b)
 }
 
-func appletLs(p *proc) int {
-	opts, names, err := flags(p.args[1:], "")
+func appletLs(p *kernel.Proc) int {
+	opts, names, err := flags(p.Args[1:], "")
 	if err != nil {
-		return p.usage(err)
+		return usage(p, err)
 	}
 	if len(names) == 0 {
 		names = []string{"."}
@@ -229,13 +231,13 @@ func appletLs(p *proc) int {
 	var files []string
 	var dirs []string
 	for _, n := range names {
-		info, err := p.c.fs.Stat(p.abs(n))
+		info, err := p.FS().Stat(p.Abs(n))
 		if err != nil {
-			if _, lerr := p.c.fs.Lstat(p.abs(n)); lerr == nil {
+			if _, lerr := p.FS().Lstat(p.Abs(n)); lerr == nil {
 				files = append(files, n)
 				continue
 			}
-			p.errorf("%s: %s", n, strerror(err))
+			p.Errorf("%s: %s", n, vfs.Strerror(err))
 			st = 1
 			continue
 		}
@@ -245,13 +247,13 @@ func appletLs(p *proc) int {
 			files = append(files, n)
 		}
 	}
-	w := bufio.NewWriter(p.stdout)
+	w := bufio.NewWriter(p.Stdout)
 	defer w.Flush()
 	for _, f := range files {
 		if long {
-			info, err := p.c.fs.Lstat(p.abs(f))
+			info, err := p.FS().Lstat(p.Abs(f))
 			if err == nil {
-				fmt.Fprintln(w, p.lsLong(info, f))
+				fmt.Fprintln(w, lsLong(p, info, f))
 				continue
 			}
 		}
@@ -260,9 +262,9 @@ func appletLs(p *proc) int {
 	headers := len(dirs)+len(files) > 1 || recursive
 	var listDir func(d string, first bool)
 	listDir = func(d string, first bool) {
-		ents, err := p.c.fs.ReadDir(p.abs(d))
+		ents, err := p.FS().ReadDir(p.Abs(d))
 		if err != nil {
-			p.errorf("%s: %s", d, strerror(err))
+			p.Errorf("%s: %s", d, vfs.Strerror(err))
 			st = 1
 			return
 		}
@@ -291,11 +293,11 @@ func appletLs(p *proc) int {
 		}
 		for _, n := range names {
 			if long {
-				info, err := p.c.fs.Lstat(p.abs(path.Join(d, n)))
+				info, err := p.FS().Lstat(p.Abs(path.Join(d, n)))
 				if err == nil {
-					line := p.lsLong(info, n)
+					line := lsLong(p, info, n)
 					if info.Mode()&fs.ModeSymlink != 0 {
-						if t, err := p.c.fs.Readlink(p.abs(path.Join(d, n))); err == nil {
+						if t, err := p.FS().Readlink(p.Abs(path.Join(d, n))); err == nil {
 							line += " -> " + t
 						}
 					}
@@ -317,16 +319,16 @@ func appletLs(p *proc) int {
 	return st
 }
 
-func appletMkdir(p *proc) int {
-	opts, names, err := flags(p.args[1:], "m")
+func appletMkdir(p *kernel.Proc) int {
+	opts, names, err := flags(p.Args[1:], "m")
 	if err != nil {
-		return p.usage(err)
+		return usage(p, err)
 	}
 	perm := fs.FileMode(0o755)
 	if m, ok := opts['m']; ok {
 		v, err := strconv.ParseUint(m, 8, 32)
 		if err != nil {
-			p.errorf("invalid mode '%s'", m)
+			p.Errorf("invalid mode '%s'", m)
 			return 1
 		}
 		perm = fs.FileMode(v)
@@ -335,105 +337,105 @@ func appletMkdir(p *proc) int {
 	for _, n := range names {
 		var err error
 		if opts['p'] != "" {
-			err = p.c.fs.mkdirAll(p.cred(), p.abs(n), perm)
+			err = p.MkdirAll(p.Abs(n), perm)
 		} else {
-			err = p.c.fs.mkdir(p.cred(), p.abs(n), perm)
+			err = p.Mkdir(p.Abs(n), perm)
 		}
 		if err != nil {
-			p.errorf("can't create directory '%s': %s", n, strerror(err))
+			p.Errorf("can't create directory '%s': %s", n, vfs.Strerror(err))
 			st = 1
 		}
 	}
 	return st
 }
 
-func appletTouch(p *proc) int {
-	opts, names, err := flags(p.args[1:], "dtr")
+func appletTouch(p *kernel.Proc) int {
+	opts, names, err := flags(p.Args[1:], "dtr")
 	if err != nil {
-		return p.usage(err)
+		return usage(p, err)
 	}
 	st := 0
 	for _, n := range names {
 		if opts['c'] != "" {
-			if _, err := p.c.fs.Stat(p.abs(n)); err != nil {
+			if _, err := p.FS().Stat(p.Abs(n)); err != nil {
 				continue
 			}
 		}
-		if err := p.c.fs.touch(p.cred(), p.abs(n)); err != nil {
+		if err := p.Touch(p.Abs(n)); err != nil {
 			// busybox: "touch: /tmp/x: Read-only file system"
-			p.errorf("%s: %s", n, strerror(err))
+			p.Errorf("%s: %s", n, vfs.Strerror(err))
 			st = 1
 		}
 	}
 	return st
 }
 
-func appletRm(p *proc) int {
-	opts, names, err := flags(p.args[1:], "")
+func appletRm(p *kernel.Proc) int {
+	opts, names, err := flags(p.Args[1:], "")
 	if err != nil {
-		return p.usage(err)
+		return usage(p, err)
 	}
 	force, rec := opts['f'] != "", opts['r'] != "" || opts['R'] != ""
 	st := 0
 	for _, n := range names {
-		info, err := p.c.fs.Lstat(p.abs(n))
+		info, err := p.FS().Lstat(p.Abs(n))
 		if err != nil {
 			if !force {
-				p.errorf("can't remove '%s': %s", n, strerror(err))
+				p.Errorf("can't remove '%s': %s", n, vfs.Strerror(err))
 				st = 1
 			}
 			continue
 		}
 		if info.IsDir() && !rec {
-			p.errorf("'%s' is a directory", n)
+			p.Errorf("'%s' is a directory", n)
 			st = 1
 			continue
 		}
-		if err := p.c.fs.remove(p.cred(), p.abs(n), rec); err != nil {
-			p.errorf("can't remove '%s': %s", n, strerror(err))
+		if err := p.Remove(p.Abs(n), rec); err != nil {
+			p.Errorf("can't remove '%s': %s", n, vfs.Strerror(err))
 			st = 1
 		}
 	}
 	return st
 }
 
-func appletRmdir(p *proc) int {
-	_, names, _ := flags(p.args[1:], "")
+func appletRmdir(p *kernel.Proc) int {
+	_, names, _ := flags(p.Args[1:], "")
 	st := 0
 	for _, n := range names {
-		info, err := p.c.fs.Lstat(p.abs(n))
+		info, err := p.FS().Lstat(p.Abs(n))
 		if err == nil && !info.IsDir() {
 			err = &fs.PathError{Op: "rmdir", Path: n, Err: syscall.ENOTDIR}
 		}
 		if err == nil {
-			err = p.c.fs.remove(p.cred(), p.abs(n), false)
+			err = p.Remove(p.Abs(n), false)
 		}
 		if err != nil {
-			p.errorf("'%s': %s", n, strerror(err))
+			p.Errorf("'%s': %s", n, vfs.Strerror(err))
 			st = 1
 		}
 	}
 	return st
 }
 
-func (p *proc) copyTree(src, dst string, rec bool) error {
-	info, err := p.c.fs.Stat(p.abs(src))
+func copyTree(p *kernel.Proc, src, dst string, rec bool) error {
+	info, err := p.FS().Stat(p.Abs(src))
 	if err != nil {
-		return fmt.Errorf("can't stat '%s': %s", src, strerror(err))
+		return fmt.Errorf("can't stat '%s': %s", src, vfs.Strerror(err))
 	}
 	if info.IsDir() {
 		if !rec {
 			return fmt.Errorf("omitting directory '%s'", src)
 		}
-		if err := p.c.fs.mkdirAll(p.cred(), p.abs(dst), info.Mode().Perm()); err != nil {
-			return fmt.Errorf("can't create directory '%s': %s", dst, strerror(err))
+		if err := p.MkdirAll(p.Abs(dst), info.Mode().Perm()); err != nil {
+			return fmt.Errorf("can't create directory '%s': %s", dst, vfs.Strerror(err))
 		}
-		ents, err := p.c.fs.ReadDir(p.abs(src))
+		ents, err := p.FS().ReadDir(p.Abs(src))
 		if err != nil {
-			return fmt.Errorf("can't open '%s': %s", src, strerror(err))
+			return fmt.Errorf("can't open '%s': %s", src, vfs.Strerror(err))
 		}
 		for _, e := range ents {
-			if err := p.copyTree(path.Join(src, e.Name()), path.Join(dst, e.Name()), rec); err != nil {
+			if err := copyTree(p, path.Join(src, e.Name()), path.Join(dst, e.Name()), rec); err != nil {
 				return err
 			}
 		}
@@ -441,78 +443,78 @@ func (p *proc) copyTree(src, dst string, rec bool) error {
 	}
 	// Streamed, not read whole: `cp /dev/zero f` runs (and fills f) as it would on a kernel,
 	// without holding the copy in memory on the way.
-	in, err := p.c.fs.Open(p.abs(src))
+	in, err := p.FS().Open(p.Abs(src))
 	if err != nil {
-		return fmt.Errorf("can't open '%s': %s", src, strerror(err))
+		return fmt.Errorf("can't open '%s': %s", src, vfs.Strerror(err))
 	}
 	defer in.Close()
-	out, err := p.c.fs.openWrite(p.cred(), p.abs(dst), false, info.Mode().Perm())
+	out, err := p.OpenWrite(p.Abs(dst), false, info.Mode().Perm())
 	if err != nil {
-		return fmt.Errorf("can't create '%s': %s", dst, strerror(err))
+		return fmt.Errorf("can't create '%s': %s", dst, vfs.Strerror(err))
 	}
 	_, err = copyCtx(p, out, in)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("write error: %s", strerror(err))
+		return fmt.Errorf("write error: %s", vfs.Strerror(err))
 	}
 	return nil
 }
 
 // destFor is where src goes when copied or moved to dst (into dst if it is a directory).
-func (p *proc) destFor(src, dst string) string {
-	if info, err := p.c.fs.Stat(p.abs(dst)); err == nil && info.IsDir() {
-		return path.Join(dst, base(src))
+func destFor(p *kernel.Proc, src, dst string) string {
+	if info, err := p.FS().Stat(p.Abs(dst)); err == nil && info.IsDir() {
+		return path.Join(dst, path.Base(src))
 	}
 	return dst
 }
 
-func appletCp(p *proc) int {
-	opts, args, err := flags(p.args[1:], "")
+func appletCp(p *kernel.Proc) int {
+	opts, args, err := flags(p.Args[1:], "")
 	if err != nil {
-		return p.usage(err)
+		return usage(p, err)
 	}
 	if len(args) < 2 {
-		p.errorf("missing file operand")
+		p.Errorf("missing file operand")
 		return 1
 	}
 	rec := opts['r'] != "" || opts['R'] != "" || opts['a'] != ""
 	dst := args[len(args)-1]
 	st := 0
 	for _, src := range args[:len(args)-1] {
-		if err := p.copyTree(src, p.destFor(src, dst), rec); err != nil {
-			p.errorf("%v", err)
+		if err := copyTree(p, src, destFor(p, src, dst), rec); err != nil {
+			p.Errorf("%v", err)
 			st = 1
 		}
 	}
 	return st
 }
 
-func appletMv(p *proc) int {
-	_, args, err := flags(p.args[1:], "")
+func appletMv(p *kernel.Proc) int {
+	_, args, err := flags(p.Args[1:], "")
 	if err != nil {
-		return p.usage(err)
+		return usage(p, err)
 	}
 	if len(args) < 2 {
-		p.errorf("missing file operand")
+		p.Errorf("missing file operand")
 		return 1
 	}
 	dst := args[len(args)-1]
 	st := 0
 	for _, src := range args[:len(args)-1] {
-		to := p.destFor(src, dst)
-		err := p.c.fs.rename(p.cred(), p.abs(src), p.abs(to))
+		to := destFor(p, src, dst)
+		err := p.Rename(p.Abs(src), p.Abs(to))
 		if errors.Is(err, syscall.EXDEV) {
-			if err = p.copyTree(src, to, true); err == nil {
-				err = p.c.fs.remove(p.cred(), p.abs(src), true)
+			if err = copyTree(p, src, to, true); err == nil {
+				err = p.Remove(p.Abs(src), true)
 			}
 		}
 		if err != nil {
 			if errno := syscall.Errno(0); errors.As(err, &errno) {
-				p.errorf("can't rename '%s': %s", src, strerror(err)) // busybox's words for any rename failure
+				p.Errorf("can't rename '%s': %s", src, vfs.Strerror(err)) // busybox's words for any rename failure
 			} else {
-				p.errorf("%v", err) // the copy across mounts said what failed
+				p.Errorf("%v", err) // the copy across mounts said what failed
 			}
 			st = 1
 		}
@@ -520,76 +522,76 @@ func appletMv(p *proc) int {
 	return st
 }
 
-func appletLn(p *proc) int {
-	opts, args, err := flags(p.args[1:], "")
+func appletLn(p *kernel.Proc) int {
+	opts, args, err := flags(p.Args[1:], "")
 	if err != nil {
-		return p.usage(err)
+		return usage(p, err)
 	}
 	if len(args) < 2 {
-		p.errorf("missing operand")
+		p.Errorf("missing operand")
 		return 1
 	}
-	target, dst := args[0], p.destFor(args[0], args[1])
+	target, dst := args[0], destFor(p, args[0], args[1])
 	if opts['f'] != "" {
-		_ = p.c.fs.remove(p.cred(), p.abs(dst), false)
+		_ = p.Remove(p.Abs(dst), false)
 	}
 	if opts['s'] != "" {
-		err = p.c.fs.symlink(p.cred(), target, p.abs(dst))
+		err = p.Symlink(target, p.Abs(dst))
 	} else {
 		var data []byte
-		if data, err = p.readFileBounded(p.abs(target)); err == nil {
-			err = p.c.fs.writeFile(p.cred(), p.abs(dst), data, 0o644)
+		if data, err = p.ReadFileBounded(p.Abs(target)); err == nil {
+			err = p.WriteFile(p.Abs(dst), data, 0o644)
 		}
 	}
 	if err != nil {
-		p.errorf("%s: %s", dst, strerror(err))
+		p.Errorf("%s: %s", dst, vfs.Strerror(err))
 		return 1
 	}
 	return 0
 }
 
-func appletStat(p *proc) int {
-	opts, names, err := flags(p.args[1:], "c")
+func appletStat(p *kernel.Proc) int {
+	opts, names, err := flags(p.Args[1:], "c")
 	if err != nil {
-		return p.usage(err)
+		return usage(p, err)
 	}
 	st := 0
 	for _, n := range names {
-		info, err := p.c.fs.Stat(p.abs(n))
+		info, err := p.FS().Stat(p.Abs(n))
 		if err != nil {
-			p.errorf("can't stat '%s': %s", n, strerror(err))
+			p.Errorf("can't stat '%s': %s", n, vfs.Strerror(err))
 			st = 1
 			continue
 		}
 		uid, gid := ownerOf(info)
 		if f, ok := opts['c']; ok {
 			r := strings.NewReplacer("%n", n, "%s", strconv.FormatInt(info.Size(), 10), "%a", strconv.FormatUint(uint64(info.Mode().Perm()), 8),
-				"%u", strconv.Itoa(uid), "%g", strconv.Itoa(gid), "%U", p.userName(uid), "%G", p.groupName(gid), "%A", lsMode(info.Mode()))
-			fmt.Fprintln(p.stdout, r.Replace(f))
+				"%u", strconv.Itoa(uid), "%g", strconv.Itoa(gid), "%U", userName(p, uid), "%G", groupName(p, gid), "%A", lsMode(info.Mode()))
+			fmt.Fprintln(p.Stdout, r.Replace(f))
 			continue
 		}
 		kind := "regular file"
 		if info.IsDir() {
 			kind = "directory"
 		}
-		fmt.Fprintf(p.stdout, "  File: %s\n  Size: %d\t%s\nAccess: (%04o/%s)  Uid: (%5d/%8s)   Gid: (%5d/%8s)\nModify: %s\n",
-			n, info.Size(), kind, info.Mode().Perm(), lsMode(info.Mode()), uid, p.userName(uid), gid, p.groupName(gid), info.ModTime().Format("2006-01-02 15:04:05.000000000 -0700"))
+		fmt.Fprintf(p.Stdout, "  File: %s\n  Size: %d\t%s\nAccess: (%04o/%s)  Uid: (%5d/%8s)   Gid: (%5d/%8s)\nModify: %s\n",
+			n, info.Size(), kind, info.Mode().Perm(), lsMode(info.Mode()), uid, userName(p, uid), gid, groupName(p, gid), info.ModTime().Format("2006-01-02 15:04:05.000000000 -0700"))
 	}
 	return st
 }
 
-func appletChmod(p *proc) int {
-	_, args, _ := flags(p.args[1:], "")
+func appletChmod(p *kernel.Proc) int {
+	_, args, _ := flags(p.Args[1:], "")
 	if len(args) < 2 {
-		p.errorf("missing operand")
+		p.Errorf("missing operand")
 		return 1
 	}
 	v, err := strconv.ParseUint(args[0], 8, 32)
 	if err != nil {
 		// Symbolic modes: only +x/-x/+w/-w/+r/-r for everyone.
-		info, serr := p.c.fs.Stat(p.abs(args[1]))
+		info, serr := p.FS().Stat(p.Abs(args[1]))
 		if serr != nil {
-			p.errorf("%s: %s", args[1], strerror(serr))
+			p.Errorf("%s: %s", args[1], vfs.Strerror(serr))
 			return 1
 		}
 		m := info.Mode().Perm()
@@ -619,133 +621,51 @@ func appletChmod(p *proc) int {
 	}
 	st := 0
 	for _, n := range args[1:] {
-		if err := p.c.fs.chmod(p.cred(), p.abs(n), fs.FileMode(v)); err != nil {
-			p.errorf("%s: %s", n, strerror(err))
+		if err := p.Chmod(p.Abs(n), fs.FileMode(v)); err != nil {
+			p.Errorf("%s: %s", n, vfs.Strerror(err))
 			st = 1
 		}
 	}
 	return st
 }
 
-func appletReadlink(p *proc) int {
-	opts, args, _ := flags(p.args[1:], "")
+func appletReadlink(p *kernel.Proc) int {
+	opts, args, _ := flags(p.Args[1:], "")
 	if len(args) == 0 {
 		return 1
 	}
 	if opts['f'] != "" {
 		return appletRealpath(p)
 	}
-	t, err := p.c.fs.Readlink(p.abs(args[0]))
+	t, err := p.FS().Readlink(p.Abs(args[0]))
 	if err != nil {
 		return 1
 	}
-	fmt.Fprintln(p.stdout, t)
+	fmt.Fprintln(p.Stdout, t)
 	return 0
 }
 
-func appletRealpath(p *proc) int {
-	_, args, _ := flags(p.args[1:], "")
+func appletRealpath(p *kernel.Proc) int {
+	_, args, _ := flags(p.Args[1:], "")
 	st := 0
 	for _, a := range args {
-		p.c.fs.mu.RLock()
-		l, err := p.c.fs.resolve(p.abs(a), true)
-		p.c.fs.mu.RUnlock()
+		real, err := p.FS().Realpath(p.Abs(a))
 		if err != nil {
-			p.errorf("%s: %s", a, strerror(err))
+			p.Errorf("%s: %s", a, vfs.Strerror(err))
 			st = 1
 			continue
 		}
-		fmt.Fprintln(p.stdout, l.cpath)
+		fmt.Fprintln(p.Stdout, real)
 	}
 	return st
 }
 
-// readFileBounded is FS.ReadFile failing with errTooBig past maxHeldBytes (a device such as
-// /dev/zero never ends).
-func (p *proc) readFileBounded(name string) ([]byte, error) {
-	rc, err := p.c.fs.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	return readBounded(rc)
-}
-
-func appletMd5sum(p *proc) int {
-	_, files, _ := flags(p.args[1:], "")
-	return p.eachInput(files, func(_ int, f string, r io.Reader) bool {
+func appletMd5sum(p *kernel.Proc) int {
+	_, files, _ := flags(p.Args[1:], "")
+	return eachInput(p, files, func(_ int, f string, r io.Reader) bool {
 		h := md5.New()
 		io.Copy(h, r)
-		fmt.Fprintf(p.stdout, "%x  %s\n", h.Sum(nil), f)
+		fmt.Fprintf(p.Stdout, "%x  %s\n", h.Sum(nil), f)
 		return true
 	})
-}
-
-func appletTee(p *proc) int {
-	opts, files, _ := flags(p.args[1:], "")
-	ws := []io.Writer{p.stdout}
-	st := 0
-	for _, f := range files {
-		w, err := p.c.fs.openWrite(p.cred(), p.abs(f), opts['a'] != "", 0o644)
-		if err != nil {
-			p.errorf("%s: %s", f, strerror(err))
-			st = 1
-			continue
-		}
-		defer w.Close()
-		ws = append(ws, w)
-	}
-	copyCtx(p, io.MultiWriter(ws...), p.stdin)
-	return st
-}
-
-// readAll reads all operand files (or stdin), reporting missing files; past maxHeldBytes in all
-// it reports "out of memory" and fails.
-func (p *proc) readAll(files []string) ([]byte, int) {
-	var out []byte
-	st := p.eachInput(files, func(_ int, _ string, r io.Reader) bool {
-		data, err := io.ReadAll(io.LimitReader(r, int64(maxHeldBytes+1-len(out))))
-		out = append(out, data...)
-		return err == nil && len(out) <= maxHeldBytes
-	})
-	if len(out) > maxHeldBytes {
-		p.errorf("%s", errTooBig)
-		return nil, 1
-	}
-	return out, st
-}
-
-func appletSort(p *proc) int {
-	opts, files, _ := flags(p.args[1:], "tk")
-	data, st := p.readAll(files)
-	if data == nil && st != 0 {
-		return st
-	}
-	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	if len(data) == 0 {
-		lines = nil
-	}
-	if opts['n'] != "" {
-		num := func(s string) float64 {
-			f, _ := strconv.ParseFloat(strings.Fields(s + " 0")[0], 64)
-			return f
-		}
-		sort.SliceStable(lines, func(i, j int) bool { return num(lines[i]) < num(lines[j]) })
-	} else {
-		sort.Strings(lines)
-	}
-	if opts['r'] != "" {
-		for i, j := 0, len(lines)-1; i < j; i, j = i+1, j-1 {
-			lines[i], lines[j] = lines[j], lines[i]
-		}
-	}
-	prev := ""
-	for i, l := range lines {
-		if opts['u'] != "" && i > 0 && l == prev {
-			continue
-		}
-		prev = l
-		fmt.Fprintln(p.stdout, l)
-	}
-	return st
 }

@@ -1,4 +1,4 @@
-package process
+package applets
 
 import (
 	"bufio"
@@ -7,16 +7,21 @@ import (
 	"io"
 	iofs "io/fs"
 	"math"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/shell"
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
-func appletTrue(*proc) int  { return 0 }
-func appletFalse(*proc) int { return 1 }
+func appletTrue(*kernel.Proc) int  { return 0 }
+func appletFalse(*kernel.Proc) int { return 1 }
 
 // unescapeEcho handles the backslash escapes of echo -e and printf %b.
 // stop reports \c (no further output).
@@ -66,8 +71,8 @@ func unescapeEcho(s string) (string, bool) {
 	return b.String(), false
 }
 
-func appletEcho(p *proc) int {
-	args := p.args[1:]
+func appletEcho(p *kernel.Proc) int {
+	args := p.Args[1:]
 	newline, escapes := true, false
 	for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' && strings.Trim(args[0][1:], "neE") == "" {
 		for _, c := range args[0][1:] {
@@ -93,11 +98,11 @@ func appletEcho(p *proc) int {
 	if newline {
 		s += "\n"
 	}
-	if _, err := io.WriteString(p.stdout, s); err != nil {
+	if _, err := io.WriteString(p.Stdout, s); err != nil {
 		if errors.Is(err, syscall.EPIPE) {
 			return 128 + int(syscall.SIGPIPE) // killed by SIGPIPE: no message
 		}
-		p.errorf("write error: %s", strerror(err))
+		p.Errorf("write error: %s", vfs.Strerror(err))
 		return 1
 	}
 	return 0
@@ -106,12 +111,12 @@ func appletEcho(p *proc) int {
 // appletPrintf implements printf FORMAT [ARG]...: %s %b %c %d %i %u %o %x %X
 // %e %f %g %%, with flags, width and precision; the format is reused while
 // arguments remain.
-func appletPrintf(p *proc) int {
-	if len(p.args) < 2 {
-		p.errorf("usage: printf FORMAT [ARG]...")
+func appletPrintf(p *kernel.Proc) int {
+	if len(p.Args) < 2 {
+		p.Errorf("usage: printf FORMAT [ARG]...")
 		return 1
 	}
-	format, args := p.args[1], p.args[2:]
+	format, args := p.Args[1], p.Args[2:]
 	var out strings.Builder
 	st := 0
 	for {
@@ -178,7 +183,7 @@ func appletPrintf(p *proc) int {
 			case 'd', 'i', 'u', 'o', 'x', 'X':
 				n, err := parseNum(arg)
 				if err != nil {
-					p.errorf("invalid number '%s'", arg)
+					p.Errorf("invalid number '%s'", arg)
 					st = 1
 				}
 				v := verb
@@ -189,7 +194,7 @@ func appletPrintf(p *proc) int {
 			case 'e', 'f', 'g', 'E', 'G':
 				f, err := strconv.ParseFloat(arg, 64)
 				if err != nil && arg != "" {
-					p.errorf("invalid number '%s'", arg)
+					p.Errorf("invalid number '%s'", arg)
 					st = 1
 				}
 				fmt.Fprintf(&out, "%"+spec+string(verb), f)
@@ -200,7 +205,7 @@ func appletPrintf(p *proc) int {
 		args = args[min(used, len(args)):]
 		// Each pass of the format goes out at once, so a wide format reused over many
 		// arguments never piles up in memory.
-		if _, err := io.WriteString(p.stdout, out.String()); err != nil {
+		if _, err := io.WriteString(p.Stdout, out.String()); err != nil {
 			return 1
 		}
 		out.Reset()
@@ -246,10 +251,10 @@ func breToGo(s string) string {
 	return b.String()
 }
 
-func appletGrep(p *proc) int {
-	opts, args, err := flags(p.args[1:], "em")
+func appletGrep(p *kernel.Proc) int {
+	opts, args, err := flags(p.Args[1:], "em")
 	if err != nil {
-		p.errorf("%v", err)
+		p.Errorf("%v", err)
 		return 2
 	}
 	var pattern string
@@ -257,13 +262,13 @@ func appletGrep(p *proc) int {
 		pattern = e
 	} else {
 		if len(args) == 0 {
-			p.errorf("usage: grep [-qvicnlhEFxwo] PATTERN [FILE]...")
+			p.Errorf("usage: grep [-qvicnlhEFxwo] PATTERN [FILE]...")
 			return 2
 		}
 		pattern, args = args[0], args[1:]
 	}
-	ext := opts['E'] != "" || p.name() == "egrep"
-	fixed := opts['F'] != "" || p.name() == "fgrep"
+	ext := opts['E'] != "" || p.Name() == "egrep"
+	fixed := opts['F'] != "" || p.Name() == "fgrep"
 	expr := pattern
 	switch {
 	case fixed:
@@ -282,7 +287,7 @@ func appletGrep(p *proc) int {
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		p.errorf("bad regex '%s': %v", pattern, err)
+		p.Errorf("bad regex '%s': %v", pattern, err)
 		return 2
 	}
 	files := args
@@ -297,13 +302,13 @@ func appletGrep(p *proc) int {
 	}
 	matched := false
 	st := 1
-	w := bufio.NewWriter(p.stdout)
+	w := bufio.NewWriter(p.Stdout)
 	defer w.Flush()
 	for _, f := range files {
-		r, err := p.open(f)
+		r, err := open(p, f)
 		if err != nil {
 			if opts['s'] == "" {
-				p.errorf("%s: %s", f, strerror(err))
+				p.Errorf("%s: %s", f, vfs.Strerror(err))
 			}
 			st = 2
 			continue
@@ -313,10 +318,10 @@ func appletGrep(p *proc) int {
 			name = "(standard input)"
 		}
 		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64*1024), maxHeldBytes)
+		sc.Buffer(make([]byte, 64*1024), kernel.MaxHeldBytes)
 		n, lineNo := 0, 0
 		for sc.Scan() {
-			if p.ctx().Err() != nil {
+			if p.Ctx().Err() != nil {
 				break
 			}
 			lineNo++
@@ -375,8 +380,8 @@ func appletGrep(p *proc) int {
 	return st
 }
 
-func appletWc(p *proc) int {
-	opts, files, _ := flags(p.args[1:], "")
+func appletWc(p *kernel.Proc) int {
+	opts, files, _ := flags(p.Args[1:], "")
 	show := []byte{}
 	for _, c := range []byte("lwc") {
 		if opts[c] != "" {
@@ -387,24 +392,24 @@ func appletWc(p *proc) int {
 		show = []byte("lwc")
 	}
 	var tl, tw, tc int
-	st := p.eachInput(files, func(_ int, f string, r io.Reader) bool {
-		l, w, c := p.count(r)
+	st := eachInput(p, files, func(_ int, f string, r io.Reader) bool {
+		l, w, c := count(p, r)
 		tl, tw, tc = tl+l, tw+w, tc+c
-		p.wcLine(show, l, w, c, f, len(files) > 0)
+		wcLine(p, show, l, w, c, f, len(files) > 0)
 		return true
 	})
 	if len(files) > 1 {
-		p.wcLine(show, tl, tw, tc, "total", true)
+		wcLine(p, show, tl, tw, tc, "total", true)
 	}
 	return st
 }
 
 // count counts lines, words (runs of bytes that are not ASCII white space, as busybox's
 // isspace sees them) and bytes as they stream by, so `wc -c /dev/zero` holds nothing.
-func (p *proc) count(r io.Reader) (lines, words, bytes int) {
+func count(p *kernel.Proc, r io.Reader) (lines, words, bytes int) {
 	buf := make([]byte, 32<<10)
 	inWord := false
-	for p.ctx().Err() == nil {
+	for p.Ctx().Err() == nil {
 		n, err := r.Read(buf)
 		for _, c := range buf[:n] {
 			switch c {
@@ -428,7 +433,7 @@ func (p *proc) count(r io.Reader) (lines, words, bytes int) {
 	return lines, words, bytes
 }
 
-func (p *proc) wcLine(show []byte, l, w, c int, name string, withName bool) {
+func wcLine(p *kernel.Proc, show []byte, l, w, c int, name string, withName bool) {
 	var parts []string
 	for _, s := range show {
 		v := map[byte]int{'l': l, 'w': w, 'c': c}[s]
@@ -442,14 +447,14 @@ func (p *proc) wcLine(show []byte, l, w, c int, name string, withName bool) {
 	if withName {
 		line += " " + name
 	}
-	fmt.Fprintln(p.stdout, line)
+	fmt.Fprintln(p.Stdout, line)
 }
 
 // countArg turns the historical "-5" into "-n 5".
 func countArg(args []string) []string {
 	out := make([]string, 0, len(args)+1)
 	for _, a := range args {
-		if len(a) > 1 && a[0] == '-' && isDigits(a[1:]) {
+		if len(a) > 1 && a[0] == '-' && allDigits(a[1:]) {
 			out = append(out, "-n", a[1:])
 			continue
 		}
@@ -458,33 +463,33 @@ func countArg(args []string) []string {
 	return out
 }
 
-func appletHead(p *proc) int {
-	opts, files, err := flags(countArg(p.args[1:]), "nc")
+func appletHead(p *kernel.Proc) int {
+	opts, files, err := flags(countArg(p.Args[1:]), "nc")
 	if err != nil {
-		return p.usage(err)
+		return usage(p, err)
 	}
 	n := 10
 	if v, ok := opts['n']; ok {
 		n, _ = strconv.Atoi(v)
 	}
-	return p.eachInput(files, func(i int, f string, r io.Reader) bool {
+	return eachInput(p, files, func(i int, f string, r io.Reader) bool {
 		if len(files) > 1 {
 			if i > 0 {
-				fmt.Fprintln(p.stdout)
+				fmt.Fprintln(p.Stdout)
 			}
-			fmt.Fprintf(p.stdout, "==> %s <==\n", f)
+			fmt.Fprintf(p.Stdout, "==> %s <==\n", f)
 		}
 		if c, ok := opts['c']; ok {
 			k, _ := strconv.Atoi(c)
-			io.CopyN(p.stdout, r, int64(k))
+			io.CopyN(p.Stdout, r, int64(k))
 			return true
 		}
 		// Written as read, a line at a time or a buffer of it (busybox's getc/putchar
 		// loop): a line without end streams instead of piling up.
 		in := bufio.NewReader(r)
-		for k := 0; k < n && p.ctx().Err() == nil; {
+		for k := 0; k < n && p.Ctx().Err() == nil; {
 			chunk, err := in.ReadSlice('\n')
-			if _, werr := p.stdout.Write(chunk); werr != nil {
+			if _, werr := p.Stdout.Write(chunk); werr != nil {
 				break
 			}
 			if err == nil {
@@ -497,10 +502,10 @@ func appletHead(p *proc) int {
 	})
 }
 
-func appletTail(p *proc) int {
-	opts, files, err := flags(countArg(p.args[1:]), "nc")
+func appletTail(p *kernel.Proc) int {
+	opts, files, err := flags(countArg(p.Args[1:]), "nc")
 	if err != nil {
-		return p.usage(err)
+		return usage(p, err)
 	}
 	n := 10
 	fromStart := false
@@ -510,10 +515,10 @@ func appletTail(p *proc) int {
 		}
 		n, _ = strconv.Atoi(strings.TrimPrefix(v, "+"))
 	}
-	return p.eachInput(files, func(_ int, f string, r io.Reader) bool {
-		data, err := readBounded(r)
+	return eachInput(p, files, func(_ int, f string, r io.Reader) bool {
+		data, err := kernel.ReadBounded(r)
 		if err != nil {
-			p.errorf("%s", lineError(err))
+			p.Errorf("%s", kernel.LineError(err))
 			return true
 		}
 		lines := strings.SplitAfter(string(data), "\n")
@@ -530,17 +535,17 @@ func appletTail(p *proc) int {
 		if start > len(lines) {
 			start = len(lines)
 		}
-		io.WriteString(p.stdout, strings.Join(lines[start:], ""))
+		io.WriteString(p.Stdout, strings.Join(lines[start:], ""))
 		if opts['f'] != "" && f != "-" {
 			// Follow by polling, like busybox tail -f.
 			size := len(data)
 			for {
 				select {
-				case <-p.ctx().Done():
+				case <-p.Ctx().Done():
 					return false
 				case <-time.After(200 * time.Millisecond):
 				}
-				data, err := p.c.fs.ReadFile(p.abs(f))
+				data, err := p.FS().ReadFile(p.Abs(f))
 				if err != nil {
 					continue
 				}
@@ -548,7 +553,7 @@ func appletTail(p *proc) int {
 					size = 0
 				}
 				if len(data) > size {
-					p.stdout.Write(data[size:])
+					p.Stdout.Write(data[size:])
 					size = len(data)
 				}
 			}
@@ -557,8 +562,8 @@ func appletTail(p *proc) int {
 	})
 }
 
-func appletTr(p *proc) int {
-	opts, args, _ := flags(p.args[1:], "")
+func appletTr(p *kernel.Proc) int {
+	opts, args, _ := flags(p.Args[1:], "")
 	expand := func(s string) []rune {
 		s, _ = unescapeEcho(s)
 		switch s {
@@ -586,7 +591,7 @@ func appletTr(p *proc) int {
 		return out
 	}
 	if len(args) == 0 {
-		p.errorf("missing operand")
+		p.Errorf("missing operand")
 		return 1
 	}
 	from := expand(args[0])
@@ -599,13 +604,13 @@ func appletTr(p *proc) int {
 		index[from[i]] = i // the first occurrence wins
 	}
 	if ascii(from) && ascii(to) {
-		return p.trBytes(index, to, opts['d'] != "")
+		return trBytes(p, index, to, opts['d'] != "")
 	}
-	in := bufio.NewReader(p.stdin)
-	w := bufio.NewWriter(p.stdout)
+	in := bufio.NewReader(p.Stdin)
+	w := bufio.NewWriter(p.Stdout)
 	defer w.Flush()
 	for n := 0; ; n++ {
-		if n%4096 == 0 && p.ctx().Err() != nil {
+		if n%4096 == 0 && p.Ctx().Err() != nil {
 			return 1
 		}
 		r, _, err := in.ReadRune()
@@ -635,7 +640,7 @@ type cutRange struct{ start, end int }
 // unless nosort (-D).
 func parseCutList(list string, nosort bool) ([]cutRange, error) {
 	num := func(s string) (int, error) {
-		if !isDigits(s) {
+		if !allDigits(s) {
 			return 0, fmt.Errorf("invalid number '%s'", s)
 		}
 		n, err := strconv.Atoi(s)
@@ -769,7 +774,7 @@ func ascii(rs []rune) bool {
 }
 
 // trBytes is tr over sets of ASCII characters: a byte table, a buffer at a time.
-func (p *proc) trBytes(index map[rune]int, to []rune, del bool) int {
+func trBytes(p *kernel.Proc, index map[rune]int, to []rune, del bool) int {
 	var table [256]int16 // -1 delete, else the byte to write
 	for i := range table {
 		table[i] = int16(i)
@@ -783,15 +788,15 @@ func (p *proc) trBytes(index map[rune]int, to []rune, del bool) int {
 		}
 	}
 	buf := make([]byte, 32<<10)
-	for p.ctx().Err() == nil {
-		n, err := p.stdin.Read(buf)
+	for p.Ctx().Err() == nil {
+		n, err := p.Stdin.Read(buf)
 		out := buf[:0]
 		for _, c := range buf[:n] {
 			if t := table[c]; t >= 0 {
 				out = append(out, byte(t))
 			}
 		}
-		if _, werr := p.stdout.Write(out); werr != nil {
+		if _, werr := p.Stdout.Write(out); werr != nil {
 			return 1
 		}
 		if err != nil {
@@ -801,10 +806,10 @@ func (p *proc) trBytes(index map[rune]int, to []rune, del bool) int {
 	return 1
 }
 
-func appletCut(p *proc) int {
-	opts, files, err := flags(p.args[1:], "bcfdO")
+func appletCut(p *kernel.Proc) int {
+	opts, files, err := flags(p.Args[1:], "bcfdO")
 	if err != nil {
-		return p.usage(err)
+		return usage(p, err)
 	}
 	kinds := 0
 	var list string
@@ -817,22 +822,22 @@ func appletCut(p *proc) int {
 	_, fields := opts['f']
 	switch {
 	case kinds == 0:
-		p.errorf("expected a list of bytes, characters, or fields")
+		p.Errorf("expected a list of bytes, characters, or fields")
 		return 1
 	case kinds > 1:
-		p.errorf("only one type of list may be specified")
+		p.Errorf("only one type of list may be specified")
 		return 1
 	case !fields && opts['s'] != "":
-		p.errorf("suppressing non-delimited lines makes sense only when operating on fields")
+		p.Errorf("suppressing non-delimited lines makes sense only when operating on fields")
 		return 1
 	case !fields && opts['d'] != "":
-		p.errorf("a delimiter may be specified only when operating on fields")
+		p.Errorf("a delimiter may be specified only when operating on fields")
 		return 1
 	}
 	nosort := opts['D'] != ""
 	lists, err := parseCutList(list, nosort)
 	if err != nil {
-		p.errorf("%v", err)
+		p.Errorf("%v", err)
 		return 1
 	}
 	delim := "\t"
@@ -843,22 +848,22 @@ func appletCut(p *proc) int {
 	if !ok {
 		odelim = delim[:1]
 	}
-	w := bufio.NewWriter(p.stdout)
+	w := bufio.NewWriter(p.Stdout)
 	defer w.Flush()
 	if len(files) == 0 {
 		files = []string{"-"}
 	}
 	st := 0
 	for _, f := range files {
-		r, err := p.open(f)
+		r, err := open(p, f)
 		if err != nil {
-			p.errorf("%s: %s", f, strerror(err)) // busybox: fopen_or_warn_stdin
+			p.Errorf("%s: %s", f, vfs.Strerror(err)) // busybox: fopen_or_warn_stdin
 			st = 1
 			continue
 		}
 		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 0, 64<<10), maxHeldBytes)
-		for lineNo := 0; sc.Scan() && p.ctx().Err() == nil; lineNo++ {
+		sc.Buffer(make([]byte, 0, 64<<10), kernel.MaxHeldBytes)
+		for lineNo := 0; sc.Scan() && p.Ctx().Err() == nil; lineNo++ {
 			line := sc.Text()
 			switch {
 			case !fields:
@@ -882,41 +887,12 @@ func appletCut(p *proc) int {
 			w.WriteByte('\n')
 		}
 		if err := sc.Err(); err != nil {
-			p.errorf("%s: %s", f, lineError(err))
+			p.Errorf("%s: %s", f, kernel.LineError(err))
 			st = 1
 		}
 		r.Close()
 	}
 	return st
-}
-
-// maxHeldBytes is the most the shell or an applet holds in memory of one thing it reads or
-// builds whole: a line (cut, grep, read, an interactive shell's), an input read to its end (sort,
-// tail, a script, a . file), a command substitution's output, an expanded word. busybox would
-// hold any size, as far as the container's memory limit lets it (then the OOM killer ends it);
-// cri-fake's memory is every container's, so past 16 MiB the applet fails ("line too long",
-// "out of memory") instead.
-const maxHeldBytes = 16 << 20
-
-var errTooBig = errors.New("out of memory")
-
-// readBounded reads r to its end, failing with errTooBig past maxHeldBytes.
-func readBounded(r io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxHeldBytes+1))
-	if err == nil && len(data) > maxHeldBytes {
-		return nil, errTooBig
-	}
-	return data, err
-}
-
-func lineError(err error) string {
-	if errors.Is(err, bufio.ErrTooLong) {
-		return "line too long"
-	}
-	if errors.Is(err, errTooBig) {
-		return err.Error()
-	}
-	return strerror(err)
 }
 
 // appletSeq is busybox's seq [-w] [-s SEP] [FIRST [INC]] LAST with its float arithmetic: the
@@ -926,8 +902,8 @@ func lineError(err error) string {
 // `seq 1e18 1e18` prints 1000000000000000000 65 times before FIRST + i*INC passes LAST, exactly
 // as busybox does; a count that never passes LAST (INC 0, inf) streams on like `yes` until the
 // process is stopped. Arguments that look like negative numbers end the options (busybox 1.36).
-func appletSeq(p *proc) int {
-	args := p.args[1:]
+func appletSeq(p *kernel.Proc) int {
+	args := p.Args[1:]
 	width, sep := false, "\n"
 	for len(args) > 0 {
 		a := args[0]
@@ -947,14 +923,14 @@ func appletSeq(p *proc) int {
 				v := a[k+1:]
 				if v == "" {
 					if len(args) == 0 {
-						p.errorf("option requires an argument -- 's'")
+						p.Errorf("option requires an argument -- 's'")
 						return seqUsage(p)
 					}
 					v, args = args[0], args[1:]
 				}
 				sep, k = v, len(a)
 			default:
-				p.errorf("invalid option -- '%c'", a[k])
+				p.Errorf("invalid option -- '%c'", a[k])
 				return seqUsage(p)
 			}
 		}
@@ -1004,7 +980,7 @@ func appletSeq(p *proc) int {
 	if !width {
 		w = 0
 	}
-	out := bufio.NewWriter(p.stdout)
+	out := bufio.NewWriter(p.Stdout)
 	defer out.Flush()
 	n := 0
 	for v := first; (inc >= 0 && v <= last) || (inc < 0 && v >= last); v = first + float64(n)*inc {
@@ -1014,7 +990,7 @@ func appletSeq(p *proc) int {
 		out.WriteString(cFloat(v, w, frac))
 		n++
 		if out.Buffered() > 0 && n%1024 == 0 {
-			if err := out.Flush(); err != nil || p.ctx().Err() != nil {
+			if err := out.Flush(); err != nil || p.Ctx().Err() != nil {
 				return 1 // a broken pipe, or the process was stopped
 			}
 		}
@@ -1041,21 +1017,21 @@ func cFloat(v float64, width, prec int) string {
 	return fmt.Sprintf("%0*.*f", width, prec, v)
 }
 
-func seqUsage(p *proc) int {
-	fmt.Fprint(p.stderr, "BusyBox v1.36.1 (plugsim simulation) multi-call binary.\n\n"+
+func seqUsage(p *kernel.Proc) int {
+	fmt.Fprint(p.Stderr, "BusyBox v1.36.1 (plugsim simulation) multi-call binary.\n\n"+
 		"Usage: seq [-w] [-s SEP] [FIRST [INC]] LAST\n\n"+
 		"Print numbers from FIRST to LAST, in steps of INC.\nFIRST, INC default to 1.\n\n"+
 		"\t-w\tPad with leading zeros\n\t-s SEP\tString separator\n")
 	return 1
 }
 
-func appletYes(p *proc) int {
+func appletYes(p *kernel.Proc) int {
 	s := "y"
-	if len(p.args) > 1 {
-		s = strings.Join(p.args[1:], " ")
+	if len(p.Args) > 1 {
+		s = strings.Join(p.Args[1:], " ")
 	}
-	for p.ctx().Err() == nil {
-		if _, err := io.WriteString(p.stdout, s+"\n"); err != nil {
+	for p.Ctx().Err() == nil {
+		if _, err := io.WriteString(p.Stdout, s+"\n"); err != nil {
 			return 1
 		}
 	}
@@ -1064,15 +1040,15 @@ func appletYes(p *proc) int {
 
 // appletTest implements test and [: unary file and string tests, binary
 // string and integer comparisons, !, -a, -o and parentheses.
-func appletTest(p *proc) int {
-	args := p.args[1:]
-	if name := p.name(); name == "[" || name == "[[" {
+func appletTest(p *kernel.Proc) int {
+	args := p.Args[1:]
+	if name := p.Name(); name == "[" || name == "[[" {
 		closer := "]"
 		if name == "[[" {
 			closer = "]]"
 		}
 		if len(args) == 0 || args[len(args)-1] != closer {
-			p.errorf("missing %s", closer)
+			p.Errorf("missing %s", closer)
 			return 2
 		}
 		args = args[:len(args)-1]
@@ -1086,7 +1062,7 @@ func appletTest(p *proc) int {
 		err = fmt.Errorf("%s: unknown operand", t.args[t.pos])
 	}
 	if err != nil {
-		p.errorf("%v", err)
+		p.Errorf("%v", err)
 		return 2
 	}
 	if v {
@@ -1096,7 +1072,7 @@ func appletTest(p *proc) int {
 }
 
 type testEval struct {
-	p     *proc
+	p     *kernel.Proc
 	args  []string
 	pos   int
 	depth int // nested ! and ( (see maxNest)
@@ -1132,7 +1108,7 @@ func (t *testEval) and() (bool, error) {
 }
 
 func (t *testEval) not() (bool, error) {
-	if t.depth >= maxNest {
+	if t.depth >= shell.MaxNest {
 		// busybox's test recurses here until its stack overflows; cri-fake's stack is shared.
 		return false, fmt.Errorf("expression too complex")
 	}
@@ -1214,8 +1190,8 @@ func (t *testEval) binary(a, op, b string) (v, ok bool, err error) {
 		}
 		return x >= y, true, nil
 	case "-nt", "-ot", "-ef":
-		sa, ea := t.p.c.fs.Stat(t.p.abs(a))
-		sb, eb := t.p.c.fs.Stat(t.p.abs(b))
+		sa, ea := t.p.FS().Stat(t.p.Abs(a))
+		sb, eb := t.p.FS().Stat(t.p.Abs(b))
 		if ea != nil || eb != nil {
 			return false, true, nil
 		}
@@ -1225,22 +1201,22 @@ func (t *testEval) binary(a, op, b string) (v, ok bool, err error) {
 		case "-ot":
 			return sa.ModTime().Before(sb.ModTime()), true, nil
 		}
-		return t.p.abs(a) == t.p.abs(b), true, nil
+		return t.p.Abs(a) == t.p.Abs(b), true, nil
 	}
 	return false, false, nil
 }
 
 // unary evaluates -z -n and the file tests; ok is false for an unknown flag.
 func (t *testEval) unary(flag byte, operand string) (v, ok bool) {
-	fsys := t.p.c.fs
-	p := t.p.abs(operand)
+	fsys := t.p.FS()
+	p := t.p.Abs(operand)
 	switch flag {
 	case 'z':
 		return operand == "", true
 	case 'n':
 		return operand != "", true
 	case 't':
-		return t.p.tty && operand == "0", true
+		return t.p.TTY && operand == "0", true
 	case 'L', 'h':
 		st, err := fsys.Lstat(p)
 		return err == nil && st.Mode()&iofs.ModeSymlink != 0, true
@@ -1248,7 +1224,7 @@ func (t *testEval) unary(flag byte, operand string) (v, ok bool) {
 	default:
 		return false, false
 	}
-	st, l, err := fsys.stat(p, true)
+	st, readOnly, err := fsys.StatReadOnly(p)
 	if err != nil {
 		return false, true
 	}
@@ -1262,7 +1238,7 @@ func (t *testEval) unary(flag byte, operand string) (v, ok bool) {
 	case 'x':
 		return st.Mode().Perm()&0o111 != 0, true
 	case 'w':
-		return !l.ro, true
+		return !readOnly, true
 	case 'c':
 		return st.Mode()&iofs.ModeCharDevice != 0, true
 	case 'p', 'S', 'b':
@@ -1270,3 +1246,97 @@ func (t *testEval) unary(flag byte, operand string) (v, ok bool) {
 	}
 	return true, true // -e, -r
 }
+
+func appletTee(p *kernel.Proc) int {
+	opts, files, _ := flags(p.Args[1:], "")
+	ws := []io.Writer{p.Stdout}
+	st := 0
+	for _, f := range files {
+		w, err := p.OpenWrite(p.Abs(f), opts['a'] != "", 0o644)
+		if err != nil {
+			p.Errorf("%s: %s", f, vfs.Strerror(err))
+			st = 1
+			continue
+		}
+		defer w.Close()
+		ws = append(ws, w)
+	}
+	copyCtx(p, io.MultiWriter(ws...), p.Stdin)
+	return st
+}
+
+// readAll reads all operand files (or stdin), reporting missing files; past maxHeldBytes in all
+// it reports "out of memory" and fails.
+func readAll(p *kernel.Proc, files []string) ([]byte, int) {
+	var out []byte
+	st := eachInput(p, files, func(_ int, _ string, r io.Reader) bool {
+		data, err := io.ReadAll(io.LimitReader(r, int64(kernel.MaxHeldBytes+1-len(out))))
+		out = append(out, data...)
+		return err == nil && len(out) <= kernel.MaxHeldBytes
+	})
+	if len(out) > kernel.MaxHeldBytes {
+		p.Errorf("%s", kernel.ErrTooBig)
+		return nil, 1
+	}
+	return out, st
+}
+
+func appletSort(p *kernel.Proc) int {
+	opts, files, _ := flags(p.Args[1:], "tk")
+	data, st := readAll(p, files)
+	if data == nil && st != 0 {
+		return st
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(data) == 0 {
+		lines = nil
+	}
+	if opts['n'] != "" {
+		num := func(s string) float64 {
+			f, _ := strconv.ParseFloat(strings.Fields(s + " 0")[0], 64)
+			return f
+		}
+		sort.SliceStable(lines, func(i, j int) bool { return num(lines[i]) < num(lines[j]) })
+	} else {
+		sort.Strings(lines)
+	}
+	if opts['r'] != "" {
+		for i, j := 0, len(lines)-1; i < j; i, j = i+1, j-1 {
+			lines[i], lines[j] = lines[j], lines[i]
+		}
+	}
+	prev := ""
+	for i, l := range lines {
+		if opts['u'] != "" && i > 0 && l == prev {
+			continue
+		}
+		prev = l
+		fmt.Fprintln(p.Stdout, l)
+	}
+	return st
+}
+
+func appletBasename(p *kernel.Proc) int {
+	if len(p.Args) < 2 {
+		p.Errorf("usage: basename FILE [SUFFIX]")
+		return 1
+	}
+	b := path.Base(p.Args[1])
+	if len(p.Args) > 2 && b != p.Args[2] {
+		b = strings.TrimSuffix(b, p.Args[2])
+	}
+	fmt.Fprintln(p.Stdout, b)
+	return 0
+}
+
+func appletDirname(p *kernel.Proc) int {
+	if len(p.Args) < 2 {
+		p.Errorf("usage: dirname FILENAME")
+		return 1
+	}
+	fmt.Fprintln(p.Stdout, path.Dir(p.Args[1]))
+	return 0
+}
+
+// allDigits reports whether s is a non-empty run of ASCII digits.
+func allDigits(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }

@@ -1,4 +1,4 @@
-package process
+package vfs
 
 import (
 	"bytes"
@@ -78,7 +78,7 @@ func (n *node) clone() *node {
 }
 
 // maxChunk is the largest array a file's appended content is kept in.
-const maxChunk = 64 << 10
+const MaxChunk = 64 << 10
 
 // appendChunks appends what of b fits in room more bytes of capacity; it
 // returns how much it appended and the capacity it took.
@@ -98,9 +98,9 @@ func (n *node) appendChunks(b []byte, room int64) (written, grown int64) {
 		// maxChunk, and no more than what the write needs or room allows.
 		size := 512
 		if k := len(n.chunks); k > 0 {
-			size = min(2*cap(n.chunks[k-1]), maxChunk)
+			size = min(2*cap(n.chunks[k-1]), MaxChunk)
 		}
-		size = max(size, min(len(b), maxChunk))
+		size = max(size, min(len(b), MaxChunk))
 		if int64(size) > room-grown {
 			size = int(room - grown)
 		}
@@ -189,12 +189,12 @@ func (l *Layer) AddSymlink(p, target string) *Layer {
 
 // has reports whether name resolves in the layer: an absolute path that
 // exists, or a command found in the default PATH directories.
-func (l *Layer) has(name string) bool {
+func (l *Layer) Has(name string) bool {
 	if strings.HasPrefix(name, "/") {
 		_, ok := l.entries[cleanAbs(name)]
 		return ok
 	}
-	for _, dir := range strings.Split(defaultPath, ":") {
+	for _, dir := range strings.Split(DefaultPath, ":") {
 		if _, ok := l.entries[dir+"/"+name]; ok {
 			return true
 		}
@@ -212,92 +212,6 @@ func (l *Layer) Paths() []string {
 	return out
 }
 
-// busyboxApplets are the applets a busybox image links into /bin.
-var busyboxApplets = []string{
-	"sh", "ash", "echo", "printf", "cat", "sleep", "ls", "mkdir", "touch", "rm", "cp", "mv",
-	"hostname", "id", "whoami", "env", "printenv", "pwd", "test", "[", "[[", "true", "false",
-	"grep", "egrep", "fgrep", "wc", "head", "tail", "date", "pgrep", "pidof", "kill", "sysctl", "nproc",
-	"top", "seq", "sync", "uname", "basename", "dirname", "which", "ps", "tee", "ln", "rmdir",
-	"stat", "sort", "tr", "cut", "yes", "chmod", "readlink", "realpath", "md5sum", "netstat", "mount",
-	"wget",
-}
-
-// BaseLayer returns the content of a base image: "busybox" (the default for any
-// unknown name), "nginx", "httpd", "agnhost", "pause", or "scratch" (empty). The
-// image catalog picks the base per image; unknown images get busybox because that
-// is what the Kubernetes e2e images and critest's test images are built on.
-func BaseLayer(name string) *Layer {
-	l := NewLayer()
-	if name == "scratch" {
-		return l
-	}
-	if name == "pause" {
-		l.AddApplet("/pause", "pause")
-		addEtc(l)
-		return l
-	}
-	for _, d := range []string{"/bin", "/dev", "/etc", "/home", "/proc", "/root", "/sys", "/usr/bin", "/usr/sbin", "/var", "/var/log", "/run"} {
-		l.AddDir(d, 0o755)
-	}
-	l.AddDir("/root", 0o700)
-	l.AddDir("/tmp", 0o777|fs.ModeSticky)
-	l.AddDir("/dev/shm", 0o777|fs.ModeSticky)
-	l.AddSymlink("/var/run", "../run")
-	l.AddDir("/var/spool/mail", 0o755)
-	l.AddDir("/var/www", 0o755)
-	l.AddApplet("/bin/busybox", "busybox")
-	for _, a := range busyboxApplets {
-		l.AddApplet("/bin/"+a, a)
-	}
-	addEtc(l)
-	switch name {
-	case "nginx":
-		l.AddApplet("/usr/sbin/nginx", "nginx")
-		l.AddFile("/docker-entrypoint.sh", []byte(dockerEntrypoint), 0o755)
-		l.AddDir("/etc/nginx/conf.d", 0o755)
-		l.AddFile("/etc/nginx/nginx.conf", []byte("user nginx;\nworker_processes 1;\npid /var/run/nginx.pid;\nevents { worker_connections 1024; }\nhttp { include /etc/nginx/conf.d/*.conf; }\n"), 0o644)
-		l.AddFile("/etc/nginx/conf.d/default.conf", []byte("server {\n    listen 80;\n    root /usr/share/nginx/html;\n}\n"), 0o644)
-		l.AddFile("/usr/share/nginx/html/index.html", []byte(nginxIndex), 0o644)
-		l.AddFile("/usr/share/nginx/html/50x.html", []byte("<html><body><h1>An error occurred.</h1></body></html>\n"), 0o644)
-		l.AddDir("/var/cache/nginx", 0o755)
-		l.AddDir("/var/log/nginx", 0o755)
-	case "httpd":
-		l.AddApplet("/usr/local/apache2/bin/httpd", "httpd")
-		l.AddApplet("/usr/local/bin/httpd-foreground", "httpd")
-		l.AddFile("/usr/local/apache2/htdocs/index.html", []byte("<html><body><h1>It works!</h1></body></html>\n"), 0o644)
-		l.AddFile("/usr/local/apache2/conf/httpd.conf", []byte("Listen 80\nDocumentRoot \"/usr/local/apache2/htdocs\"\n"), 0o644)
-		l.AddDir("/usr/local/apache2/logs", 0o755)
-	case "agnhost":
-		l.AddApplet("/agnhost", "agnhost")
-		l.AddApplet("/usr/local/bin/agnhost", "agnhost")
-	}
-	return l
-}
-
-// dockerEntrypoint is the official nginx image's entrypoint, reduced to what
-// it does with no /docker-entrypoint.d scripts: exec its arguments.
-const dockerEntrypoint = `#!/bin/sh
-set -e
-exec "$@"
-`
-
-const nginxIndex = `<!DOCTYPE html>
-<html>
-<head>
-<title>Welcome to nginx!</title>
-</head>
-<body>
-<h1>Welcome to nginx!</h1>
-<p>If you see this page, the nginx web server is successfully installed and
-working. Further configuration is required.</p>
-</body>
-</html>
-`
-
-func addEtc(l *Layer) {
-	l.AddDir("/etc", 0o755)
-	// /etc/passwd and /etc/group are generated by NewFS from the image's users;
-	// these are the entries every busybox image has.
-	l.AddFile("/etc/shells", []byte("/bin/sh\n/bin/ash\n"), 0o644)
-	l.AddFile("/etc/os-release", []byte("NAME=\"plugsim simulated busybox\"\nID=busybox\n"), 0o644)
-}
+// DefaultPath is the PATH a process gets when its environment sets none
+// (execvp's and busybox ash's default); image lookups search it too.
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

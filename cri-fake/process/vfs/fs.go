@@ -1,4 +1,4 @@
-package process
+package vfs
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"sort"
@@ -97,9 +98,9 @@ const DefaultMemoryLimit = 64 << 20
 // besides its name and content: about what its node and map entries take,
 // so creating empty files or directories in a loop fills the bound too (a
 // tmpfs runs out of inodes the same way).
-const entryOverhead = 256
+const EntryOverhead = 256
 
-func entryCost(p string) int64 { return int64(len(p)) + entryOverhead }
+func EntryCost(p string) int64 { return int64(len(p)) + EntryOverhead }
 
 // FS is one container's file system: an in-memory overlay over the image content
 // (the writable layer is the container's own copy-on-write map), synthetic /etc
@@ -136,11 +137,25 @@ type FS struct {
 	procList func() []string
 }
 
+// SetProc installs what answers under /proc besides /proc/sys: read gives
+// the content of the file rel below /proc (a directory when rel ends in "/"),
+// list the pid directories. The container sets it: it owns the process table.
+func (f *FS) SetProc(read func(rel string) ([]byte, bool), list func() []string) {
+	f.proc, f.procList = read, list
+}
+
+// Config is the configuration the view was built from.
+func (f *FS) Config() FSConfig { return f.cfg }
+
+// Sysctls is a copy of the sysctls /proc/sys shows, keyed by their path below
+// /proc/sys ("net/ipv4/ip_forward").
+func (f *FS) Sysctls() map[string]string { return maps.Clone(f.sysctls) }
+
 // NewFS builds a container file system from cfg.
 func NewFS(cfg FSConfig) (*FS, error) {
 	img := cfg.Image
 	if img == nil {
-		img = BaseLayer("busybox")
+		img = NewLayer()
 	}
 	f := &FS{lower: img, upper: map[string]*node{}, whiteout: map[string]bool{}, owned: map[*node]bool{}, cfg: cfg, sysctls: map[string]string{}, limit: cfg.MemoryLimit}
 	now := time.Now()
@@ -216,23 +231,23 @@ func (f *FS) lookup(p string) *node {
 
 func (f *FS) set(p string, n *node) {
 	if _, ok := f.upper[p]; !ok {
-		f.meta += entryCost(p)
+		f.meta += EntryCost(p)
 	}
 	f.upper[p] = n
 	if f.whiteout[p] {
 		delete(f.whiteout, p)
-		f.meta -= entryCost(p)
+		f.meta -= EntryCost(p)
 	}
 }
 
 func (f *FS) del(p string) {
 	if _, ok := f.upper[p]; ok {
 		delete(f.upper, p)
-		f.meta -= entryCost(p)
+		f.meta -= EntryCost(p)
 	}
 	if _, ok := f.lower.entries[p]; ok && !f.whiteout[p] {
 		f.whiteout[p] = true
-		f.meta += entryCost(p)
+		f.meta += EntryCost(p)
 	}
 }
 
@@ -260,6 +275,21 @@ func (f *FS) release(n *node) {
 		f.written -= n.bytes()
 		f.held -= n.held()
 	}
+}
+
+// Held is what the memory bound counts now, and the capacity of the arrays
+// the file p of the container's own layer holds (0 when p is "" or not there),
+// for tests and debugging.
+func (f *FS) Held(p string) (counted, capacity int64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if n := f.upper[p]; n != nil {
+		capacity = int64(cap(n.data))
+		for _, c := range n.chunks {
+			capacity += int64(cap(c))
+		}
+	}
+	return f.held + f.meta, capacity
 }
 
 // SetMemoryLimit changes the bound of MemoryLimit (UpdateContainerResources);
@@ -401,14 +431,14 @@ func resolvConf(d *DNSConfig) []byte {
 // cred is who performs a file operation. Only writes are permission checked:
 // enough to make a non-root user fail where busybox would, without pretending to
 // be a full DAC implementation.
-type cred struct {
-	uid  int
-	gids []int
+type Cred struct {
+	UID  int
+	GIDs []int
 	// dacOverride is CAP_DAC_OVERRIDE: root and privileged processes bypass checks.
-	dacOverride bool
+	DACOverride bool
 }
 
-var rootCred = cred{dacOverride: true}
+var RootCred = Cred{DACOverride: true}
 
 func pathErr(op, p string, err error) error {
 	var errno syscall.Errno
@@ -466,6 +496,13 @@ type namedInfo struct {
 }
 
 func (i namedInfo) Name() string { return i.name }
+
+// StatReadOnly is Stat, and whether p lies on a read-only part of the view
+// (a read-only rootfs, mount or path): test -w answers from it.
+func (f *FS) StatReadOnly(p string) (st fs.FileInfo, readOnly bool, err error) {
+	st, l, err := f.stat(p, true)
+	return st, l.ro, err
+}
 
 func (f *FS) stat(p string, follow bool) (fs.FileInfo, loc, error) {
 	f.mu.RLock()
@@ -741,15 +778,15 @@ func (f *FS) ReadDir(p string) ([]fs.FileInfo, error) {
 }
 
 // canWrite reports whether c may create or remove entries in dir n / write file n.
-func (c cred) canWrite(n *node) bool {
-	if c.dacOverride || n == nil {
+func (c Cred) canWrite(n *node) bool {
+	if c.DACOverride || n == nil {
 		return true
 	}
 	perm := n.mode.Perm()
-	if n.uid == c.uid {
+	if n.uid == c.UID {
 		return perm&0o200 != 0
 	}
-	for _, g := range c.gids {
+	for _, g := range c.GIDs {
 		if g == n.gid {
 			return perm&0o020 != 0
 		}
@@ -759,7 +796,7 @@ func (c cred) canWrite(n *node) bool {
 
 // writableParent checks that the parent directory of a memory path exists and
 // may be written. Caller holds f.mu.
-func (f *FS) writableParent(c cred, l loc) error {
+func (f *FS) writableParent(c Cred, l loc) error {
 	if l.ro {
 		return syscall.EROFS
 	}
@@ -776,10 +813,10 @@ func (f *FS) writableParent(c cred, l loc) error {
 	return nil
 }
 
-func (f *FS) newNode(c cred, mode fs.FileMode) *node {
-	n := &node{mode: mode, uid: c.uid, mtime: time.Now()}
-	if len(c.gids) > 0 {
-		n.gid = c.gids[0]
+func (f *FS) newNode(c Cred, mode fs.FileMode) *node {
+	n := &node{mode: mode, uid: c.UID, mtime: time.Now()}
+	if len(c.GIDs) > 0 {
+		n.gid = c.GIDs[0]
 	}
 	f.owned[n] = true
 	return n
@@ -799,7 +836,7 @@ func (f *FS) ownedNode(p string, keepData bool) (*node, error) {
 		grow = n.bytes() // clone's arrays are exactly the content's size
 	}
 	if _, inUpper := f.upper[p]; !inUpper {
-		grow += entryCost(p)
+		grow += EntryCost(p)
 	}
 	if !f.fits(grow) {
 		return nil, syscall.ENOSPC
@@ -873,17 +910,17 @@ func (f *FS) newWriter(n *node) *memWriter {
 	return &memWriter{f: f, n: n}
 }
 
-type discard struct{}
+type Discard struct{}
 
-func (discard) Write(b []byte) (int, error) { return len(b), nil }
-func (discard) Close() error                { return nil }
+func (Discard) Write(b []byte) (int, error) { return len(b), nil }
+func (Discard) Close() error                { return nil }
 
 type errWriter struct{ err error }
 
 func (e errWriter) Write([]byte) (int, error) { return 0, e.err }
 func (e errWriter) Close() error              { return nil }
 
-func (f *FS) openWrite(c cred, p string, appendMode bool, perm fs.FileMode) (io.WriteCloser, error) {
+func (f *FS) OpenWriteAs(c Cred, p string, appendMode bool, perm fs.FileMode) (io.WriteCloser, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var roots hostRoots
@@ -897,12 +934,12 @@ func (f *FS) openWrite(c cred, p string, appendMode bool, perm fs.FileMode) (io.
 		if l.rel == "full" {
 			return errWriter{syscall.ENOSPC}, nil
 		}
-		return discard{}, nil
+		return Discard{}, nil
 	case locMasked:
 		if n, ok := f.get(l.cpath); ok && n.isDir() {
 			return nil, pathErr("open", p, syscall.EISDIR)
 		}
-		return discard{}, nil // a masked file is /dev/null
+		return Discard{}, nil // a masked file is /dev/null
 	case locProc:
 		return nil, pathErr("open", p, syscall.EROFS)
 	case locHost:
@@ -950,7 +987,7 @@ func (f *FS) openWrite(c cred, p string, appendMode bool, perm fs.FileMode) (io.
 	if err := f.writableParent(c, l); err != nil {
 		return nil, pathErr("open", p, err)
 	}
-	if !f.fits(entryCost(l.cpath)) {
+	if !f.fits(EntryCost(l.cpath)) {
 		return nil, pathErr("open", p, syscall.ENOSPC)
 	}
 	n = f.newNode(c, perm.Perm())
@@ -961,11 +998,11 @@ func (f *FS) openWrite(c cred, p string, appendMode bool, perm fs.FileMode) (io.
 // OpenWrite opens p for writing (creating it with perm), truncating it unless
 // appendMode is set.
 func (f *FS) OpenWrite(p string, appendMode bool, perm fs.FileMode) (io.WriteCloser, error) {
-	return f.openWrite(rootCred, p, appendMode, perm)
+	return f.OpenWriteAs(RootCred, p, appendMode, perm)
 }
 
-func (f *FS) writeFile(c cred, p string, data []byte, perm fs.FileMode) error {
-	w, err := f.openWrite(c, p, false, perm)
+func (f *FS) WriteFileAs(c Cred, p string, data []byte, perm fs.FileMode) error {
+	w, err := f.OpenWriteAs(c, p, false, perm)
 	if err != nil {
 		return err
 	}
@@ -978,10 +1015,10 @@ func (f *FS) writeFile(c cred, p string, data []byte, perm fs.FileMode) error {
 
 // WriteFile replaces p's content.
 func (f *FS) WriteFile(p string, data []byte, perm fs.FileMode) error {
-	return f.writeFile(rootCred, p, data, perm)
+	return f.WriteFileAs(RootCred, p, data, perm)
 }
 
-func (f *FS) touch(c cred, p string) error {
+func (f *FS) TouchAs(c Cred, p string) error {
 	f.mu.Lock()
 	var roots hostRoots
 	l, err := f.walk(&roots, p, true, false)
@@ -1019,14 +1056,14 @@ func (f *FS) touch(c cred, p string) error {
 		}
 	}
 	done(nil)
-	w, err := f.openWrite(c, p, true, 0o644)
+	w, err := f.OpenWriteAs(c, p, true, 0o644)
 	if err != nil {
 		return err
 	}
 	return w.Close()
 }
 
-func (f *FS) mkdir(c cred, p string, perm fs.FileMode) error {
+func (f *FS) MkdirAs(c Cred, p string, perm fs.FileMode) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var roots hostRoots
@@ -1063,7 +1100,7 @@ func (f *FS) mkdir(c cred, p string, perm fs.FileMode) error {
 	if err := f.writableParent(c, l); err != nil {
 		return pathErr("mkdir", p, err)
 	}
-	if !f.fits(entryCost(l.cpath)) {
+	if !f.fits(EntryCost(l.cpath)) {
 		return pathErr("mkdir", p, syscall.ENOSPC)
 	}
 	f.set(l.cpath, f.newNode(c, fs.ModeDir|perm.Perm()))
@@ -1077,7 +1114,7 @@ func wrapNil(op, p string, err error) error {
 	return pathErr(op, p, err)
 }
 
-func (f *FS) mkdirAll(c cred, p string, perm fs.FileMode) error {
+func (f *FS) MkdirAllAs(c Cred, p string, perm fs.FileMode) error {
 	p = cleanAbs(p)
 	if st, err := f.Stat(p); err == nil {
 		if st.IsDir() {
@@ -1086,11 +1123,11 @@ func (f *FS) mkdirAll(c cred, p string, perm fs.FileMode) error {
 		return pathErr("mkdir", p, syscall.ENOTDIR)
 	}
 	if parent := path.Dir(p); parent != p {
-		if err := f.mkdirAll(c, parent, perm); err != nil {
+		if err := f.MkdirAllAs(c, parent, perm); err != nil {
 			return err
 		}
 	}
-	err := f.mkdir(c, p, perm)
+	err := f.MkdirAs(c, p, perm)
 	if errors.Is(err, syscall.EEXIST) {
 		return nil
 	}
@@ -1098,8 +1135,8 @@ func (f *FS) mkdirAll(c cred, p string, perm fs.FileMode) error {
 }
 
 // Mkdir creates a directory; MkdirAll creates it with its parents.
-func (f *FS) Mkdir(p string, perm fs.FileMode) error    { return f.mkdir(rootCred, p, perm) }
-func (f *FS) MkdirAll(p string, perm fs.FileMode) error { return f.mkdirAll(rootCred, p, perm) }
+func (f *FS) Mkdir(p string, perm fs.FileMode) error    { return f.MkdirAs(RootCred, p, perm) }
+func (f *FS) MkdirAll(p string, perm fs.FileMode) error { return f.MkdirAllAs(RootCred, p, perm) }
 
 // busy reports whether p is a mount point or has one below it: the kernel
 // refuses to remove or rename it (EBUSY).
@@ -1112,7 +1149,7 @@ func (f *FS) busy(p string) bool {
 	return false
 }
 
-func (f *FS) remove(c cred, p string, recursive bool) error {
+func (f *FS) RemoveAs(c Cred, p string, recursive bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var roots hostRoots
@@ -1200,10 +1237,10 @@ func (f *FS) emptyMountRoot(r *os.Root, cpath string) {
 }
 
 // Remove removes a file or an empty directory; RemoveAll removes a tree.
-func (f *FS) Remove(p string) error    { return f.remove(rootCred, p, false) }
-func (f *FS) RemoveAll(p string) error { return f.remove(rootCred, p, true) }
+func (f *FS) Remove(p string) error    { return f.RemoveAs(RootCred, p, false) }
+func (f *FS) RemoveAll(p string) error { return f.RemoveAs(RootCred, p, true) }
 
-func (f *FS) rename(c cred, from, to string) error {
+func (f *FS) RenameAs(c Cred, from, to string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var roots hostRoots
@@ -1279,9 +1316,9 @@ func (f *FS) rename(c cred, from, to string) error {
 }
 
 // Rename moves a file or directory.
-func (f *FS) Rename(from, to string) error { return f.rename(rootCred, from, to) }
+func (f *FS) Rename(from, to string) error { return f.RenameAs(RootCred, from, to) }
 
-func (f *FS) symlink(c cred, target, p string) error {
+func (f *FS) SymlinkAs(c Cred, target, p string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
@@ -1322,7 +1359,7 @@ func (f *FS) symlink(c cred, target, p string) error {
 	if err := f.writableParent(c, l); err != nil {
 		return pathErr("symlink", p, err)
 	}
-	if !f.fits(entryCost(l.cpath) + int64(len(target))) {
+	if !f.fits(EntryCost(l.cpath) + int64(len(target))) {
 		return pathErr("symlink", p, syscall.ENOSPC)
 	}
 	n := f.newNode(c, fs.ModeSymlink|0o777)
@@ -1334,9 +1371,9 @@ func (f *FS) symlink(c cred, target, p string) error {
 }
 
 // Symlink creates p pointing at target.
-func (f *FS) Symlink(target, p string) error { return f.symlink(rootCred, target, p) }
+func (f *FS) Symlink(target, p string) error { return f.SymlinkAs(RootCred, target, p) }
 
-func (f *FS) chmod(c cred, p string, mode fs.FileMode) error {
+func (f *FS) ChmodAs(c Cred, p string, mode fs.FileMode) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var roots hostRoots
@@ -1361,7 +1398,7 @@ func (f *FS) chmod(c cred, p string, mode fs.FileMode) error {
 	if !ok {
 		return pathErr("chmod", p, syscall.ENOENT)
 	}
-	if !c.dacOverride && n.uid != c.uid {
+	if !c.DACOverride && n.uid != c.UID {
 		return pathErr("chmod", p, syscall.EPERM)
 	}
 	if n, err = f.ownedNode(l.cpath, true); err != nil {
@@ -1400,39 +1437,39 @@ func (f *FS) Readlink(p string) (string, error) {
 }
 
 // executable describes what running the file at p does.
-type executable struct {
-	path   string
-	applet string // run this applet
-	script []byte // or interpret this script (a "#!" file) with sh
+type Executable struct {
+	Path   string
+	Applet string // run this applet
+	Script []byte // or interpret this script (a "#!" file) with sh
 }
 
 // lookExec resolves a file for execution: it must exist, be a regular file and
 // be executable; masked paths fail with EACCES like runc's /dev/null bind.
-func (f *FS) lookExec(p string) (executable, error) {
+func (f *FS) LookExec(p string) (Executable, error) {
 	st, l, err := f.stat(p, true)
 	if err != nil {
-		return executable{}, err
+		return Executable{}, err
 	}
 	if l.kind == locMasked || st.IsDir() || st.Mode()&0o111 == 0 || !st.Mode().IsRegular() {
-		return executable{}, pathErr("exec", p, syscall.EACCES)
+		return Executable{}, pathErr("exec", p, syscall.EACCES)
 	}
 	if l.kind == locMem {
 		f.mu.RLock()
 		n := f.lookup(l.cpath)
 		f.mu.RUnlock()
 		if n != nil && n.applet != "" {
-			return executable{path: p, applet: n.applet}, nil
+			return Executable{Path: p, Applet: n.applet}, nil
 		}
 	}
 	data, err := f.ReadFile(p)
 	if err != nil {
-		return executable{}, err
+		return Executable{}, err
 	}
 	if bytes.HasPrefix(data, []byte("#!")) {
-		return executable{path: p, script: data}, nil
+		return Executable{Path: p, Script: data}, nil
 	}
 	// A real binary we cannot run (for example one on a host mount).
-	return executable{}, pathErr("exec", p, syscall.ENOEXEC)
+	return Executable{}, pathErr("exec", p, syscall.ENOEXEC)
 }
 
 // WritableLayerBytes is the size of what the container wrote to its own layer.
@@ -1447,7 +1484,7 @@ func (f *FS) WritableLayerBytes() int64 {
 
 // strerror is the C library's message for errno, which busybox prints
 // ("touch: /tmp/x: Read-only file system"); Go's are lower case.
-func strerror(err error) string {
+func Strerror(err error) string {
 	var errno syscall.Errno
 	if !errors.As(err, &errno) {
 		return err.Error()

@@ -1,4 +1,4 @@
-package process
+package shell
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/plugsim/plugsim/cri-fake/process/kernel"
 )
 
 // fieldBuilder accumulates the fields a word expands to. Quoted text never
@@ -31,7 +33,7 @@ var errOutOfMemory = &expandError{"out of memory"}
 
 func (b *fieldBuilder) add(s string, quoted bool) {
 	b.have = true
-	if b.size += len(s); b.size > maxHeldBytes {
+	if b.size += len(s); b.size > kernel.MaxHeldBytes {
 		return // expand reports errOutOfMemory; nothing more is held
 	}
 	b.cur.WriteString(s)
@@ -102,7 +104,7 @@ func (s *shell) expandWords(words []string) ([]string, error) {
 		if err := s.expand(w, b, true); err != nil {
 			return nil, err
 		}
-		if b.size > maxHeldBytes {
+		if b.size > kernel.MaxHeldBytes {
 			return nil, errOutOfMemory
 		}
 		b.end()
@@ -124,7 +126,7 @@ func (s *shell) expandString(w string) (string, error) {
 	if err := s.expand(w, b, false); err != nil {
 		return "", err
 	}
-	if b.size > maxHeldBytes {
+	if b.size > kernel.MaxHeldBytes {
 		return "", errOutOfMemory
 	}
 	return b.cur.String(), nil
@@ -181,7 +183,7 @@ func (s *shell) expand(w string, b *fieldBuilder, split bool) error {
 		}
 	}
 	for i < len(w) {
-		if b.size > maxHeldBytes {
+		if b.size > kernel.MaxHeldBytes {
 			return errOutOfMemory
 		}
 		c := w[i]
@@ -267,7 +269,7 @@ func (s *shell) expandDouble(w string, b *fieldBuilder) error {
 	b.have = true
 	i := 0
 	for i < len(w) {
-		if b.size > maxHeldBytes {
+		if b.size > kernel.MaxHeldBytes {
 			return errOutOfMemory
 		}
 		c := w[i]
@@ -515,8 +517,8 @@ func trimPattern(v, pat string, prefix, longest bool) string {
 
 // commandSubst runs src in a subshell and returns its output without trailing newlines.
 func (s *shell) commandSubst(src string) (string, error) {
-	if s.nest >= maxNest {
-		return "", &expandError{fmt.Sprintf("command substitution: maximum nesting level exceeded (%d)", maxNest)}
+	if s.nest >= MaxNest {
+		return "", &expandError{fmt.Sprintf("command substitution: maximum nesting level exceeded (%d)", MaxNest)}
 	}
 	out := &substOutput{}
 	sub := s.subshell()
@@ -529,7 +531,7 @@ func (s *shell) commandSubst(src string) (string, error) {
 	// expansion fails: `x=$(cat /dev/zero)` costs 16 MiB, not all of cri-fake's memory.
 	sub.broken = &atomic.Bool{}
 	io := s.io
-	io.out = &pipeOut{w: out, broken: sub.broken}
+	io.Out = &pipeOut{w: out, broken: sub.broken}
 	sub.io = io
 	st := sub.runList(l, io)
 	sub.runExitTrap(io)
@@ -552,7 +554,7 @@ type substOutput struct {
 func (o *substOutput) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.full || o.b.Len()+len(p) > maxHeldBytes {
+	if o.full || o.b.Len()+len(p) > kernel.MaxHeldBytes {
 		o.full = true
 		return 0, syscall.EPIPE
 	}
@@ -578,7 +580,7 @@ func (s *shell) glob(pattern string) []string {
 				next = append(next, path.Join(c, unescapeGlob(part)))
 				continue
 			}
-			ents, err := s.p.c.fs.ReadDir(s.p.abs(dirOrDot(dir)))
+			ents, err := s.p.FS().ReadDir(s.p.Abs(dirOrDot(dir)))
 			if err != nil {
 				continue
 			}
@@ -599,7 +601,7 @@ func (s *shell) glob(pattern string) []string {
 		if abs {
 			p = "/" + c
 		}
-		if _, err := s.p.c.fs.Lstat(s.p.abs(p)); err == nil {
+		if _, err := s.p.FS().Lstat(s.p.Abs(p)); err == nil {
 			out = append(out, p)
 		}
 	}
@@ -784,7 +786,7 @@ func (a *arithParser) term() (int64, error) {
 }
 
 func (a *arithParser) unary() (int64, error) {
-	if a.depth >= maxNest {
+	if a.depth >= MaxNest {
 		// bash: "expression recursion level exceeded"; ash would overflow its stack.
 		return 0, &expandError{"arithmetic: expression recursion level exceeded"}
 	}
