@@ -37,7 +37,8 @@ func TestVersionListsEverySupportedVersion(t *testing.T) {
 }
 
 // The result must be printed in the version it was asked for, or the next plugin's
-// version.ParsePrevResult fails (research §1.6); and it must have the shape portmap and containerd
+// version.ParsePrevResult fails (the CNI spec, "Section 5: Result Types",
+// https://github.com/containernetworking/cni/blob/v1.3.1/SPEC.md#section-5-result-types); and it must have the shape portmap and containerd
 // need: the pod interface with a sandbox, every address pointing at it.
 func TestAddResultInEveryVersion(t *testing.T) {
 	dir := t.TempDir()

@@ -103,7 +103,7 @@ func TestEveryExampleScenarioPasses(t *testing.T) {
 	if doc.Failures != 0 || len(doc.Suites) != len(files) || doc.Tests < 50 {
 		t.Errorf("junit: %d suites, %d tests, %d failures", len(doc.Suites), doc.Tests, doc.Failures)
 	}
-	// The boundary trace is drawn as the source note draws it.
+	// The boundary trace is drawn one line per call, caller ──interface──▶ callee.
 	for _, line := range []string{
 		"kubelet ──CRI──▶ cri-fake  RunPodSandbox",
 		"cri-fake ──CNI ADD──▶ cni-fake → portmap",
@@ -210,7 +210,7 @@ func TestUpWithCrictlThenRecordAndReplay(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "node")
 	stop := up(t, dir)
 
-	// The real crictl against the node, as the source note uses it.
+	// The real crictl against the node, as a person uses it.
 	out, err := exec.Command(crictl, "--config", filepath.Join(dir, "crictl.yaml"), "version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "RuntimeName:  cri-fake") || !strings.Contains(string(out), "RuntimeApiVersion:  v1") {
 		t.Fatalf("crictl version: %v\n%s", err, out)
