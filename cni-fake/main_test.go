@@ -125,8 +125,9 @@ func run(t testing.TB, c call) outcome {
 			panic(err) // every later test would run in the wrong directory
 		}
 	}
+	env := c.environ() // before Clearenv: it reads $PLUGSIM_BIN and $PATH
 	os.Clearenv()
-	for _, kv := range c.environ() {
+	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		os.Setenv(k, v)
 	}
