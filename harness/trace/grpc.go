@@ -45,6 +45,15 @@ type Injector interface {
 // FaultAttr is the Attrs key that names the fault injected into a call (the fault rule's ID).
 const FaultAttr = "fault"
 
+// FaultSeedAttr is the Attrs key, beside FaultAttr, of the seed of the rules that injected the
+// fault, when the Injector has one (package faults' Set: its Seed method). With that seed
+// (cri-fake's and csi-fake's --fault-seed) and the same calls, probabilistic rules hit the same
+// calls again.
+const FaultSeedAttr = "faultSeed"
+
+// seeded is an Injector whose decisions follow from a seed.
+type seeded interface{ Seed() uint64 }
+
 // UnaryServerInterceptorWith is UnaryServerInterceptor with in, when not nil, asked before each
 // handler runs, so the trace shows the fault it injected: the code it answered with and, in
 // Attrs[FaultAttr], the rule (cri-fake and csi-fake pass their fault rules). Running it from here
@@ -78,6 +87,9 @@ func (r *Recorder) UnaryServerInterceptorWith(b Boundary, in Injector) grpc.Unar
 			// every recorded call larger by a field that is almost always empty.
 			ev := c.event()
 			ev.Attrs = map[string]string{FaultAttr: fault}
+			if sd, ok := in.(seeded); ok {
+				ev.Attrs[FaultSeedAttr] = strconv.FormatUint(sd.Seed(), 10)
+			}
 			r.Record(ev)
 		} else {
 			r.recordCall(c)

@@ -267,6 +267,7 @@ type Set struct {
 	rules   []*entry
 	ids     int
 	rnd     *rand.Rand
+	seed    uint64
 	methods []string
 	codes   Codes
 }
@@ -284,7 +285,7 @@ type matcher struct {
 
 // NewSet returns an empty set; seed makes probabilistic rules repeatable.
 func NewSet(seed uint64, opts ...Option) *Set {
-	s := &Set{}
+	s := &Set{seed: seed}
 	for _, o := range opts {
 		o(s)
 	}
@@ -293,6 +294,11 @@ func NewSet(seed uint64, opts ...Option) *Set {
 	}
 	return s
 }
+
+// Seed is the seed NewSet was given: with the same seed and the same calls, the probabilistic
+// rules hit the same calls again. (A set given its source by WithSource reports the seed it was
+// passed, which did not seed it.)
+func (s *Set) Seed() uint64 { return s.seed }
 
 // Validate checks a rule against what the set knows of its fake (its method names and code
 // kind) besides what Rule.Validate checks, without adding it.
