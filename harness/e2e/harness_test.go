@@ -9,6 +9,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,7 +133,13 @@ func TestWrongExpectationFailsNamingStepAndLine(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1:\n%s", code, text)
 	}
-	for _, want := range []string{f + ":8: step 1", "expected runtimeName equals containerd, got cri-fake", "0 passed, 1 failed"} {
+	// Step 1 is the first "- name:" under steps; its line is what the failure must name.
+	first := strings.Index(string(src), "\n  - name: ")
+	if first < 0 {
+		t.Fatal("the scenario has no step list")
+	}
+	stepLine := strings.Count(string(src[:first+1]), "\n") + 1
+	for _, want := range []string{fmt.Sprintf("%s:%d: step 1", f, stepLine), "expected runtimeName equals containerd, got cri-fake", "0 passed, 1 failed"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
