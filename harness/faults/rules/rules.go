@@ -24,6 +24,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Rule is one fault. Zero fields match or do nothing: a rule with only Method and Delay slows
@@ -559,8 +560,9 @@ func Glob(pattern string) (*regexp.Regexp, error) {
 			if i+1 == len(pattern) {
 				return nil, errors.New("trailing \\")
 			}
-			i++
-			b.WriteString(regexp.QuoteMeta(pattern[i : i+1]))
+			_, n := utf8.DecodeRuneInString(pattern[i+1:])
+			b.WriteString(regexp.QuoteMeta(pattern[i+1 : i+1+n]))
+			i += n
 		case '[':
 			j := strings.IndexByte(pattern[i+1:], ']')
 			if j == 0 { // "[]...]": a leading ] is a member, as in the shell
@@ -579,7 +581,9 @@ func Glob(pattern string) (*regexp.Regexp, error) {
 			b.WriteString("[" + strings.ReplaceAll(class, `\`, `\\`) + "]")
 			i += j + 1
 		default:
-			b.WriteString(regexp.QuoteMeta(string(c)))
+			// The byte itself: string(c) would be the rune c, so "é" (two bytes) matched "Ã©"
+			// and a byte past 0x7f never matched itself (found by FuzzGlob).
+			b.WriteString(regexp.QuoteMeta(pattern[i : i+1]))
 		}
 	}
 	b.WriteString("$")
