@@ -93,7 +93,7 @@ func TestFaultCountsUnderConcurrency(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 12 {
 		wg.Go(func() {
-			o := run(t, addCall(fmt.Sprintf("c%d", i), conf))
+			o := runBinary(t, addCall(fmt.Sprintf("c%d", i), conf))
 			if o.err != nil {
 				if o.err.Code != types.ErrIOFailure || o.err.Msg != "injected fault rule-1 on ADD" {
 					t.Errorf("ADD %d: %v", i, o.err)

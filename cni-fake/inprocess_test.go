@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,18 +15,12 @@ import (
 	"github.com/plugsim/plugsim/harness/trace"
 )
 
-// runInProcess is run without the binary: plugin.Run with the environment the binary would get.
+// runInProcess is the call through plugin.Run (what cni-fake/inprocess does inside a runtime),
+// with the environment the binary would get and nothing process-wide touched.
 func runInProcess(t testing.TB, c call) outcome {
 	t.Helper()
-	env := []string{"CNI_COMMAND=" + c.cmd, "CNI_PATH=" + cniPath(), "PATH=" + os.Getenv("PATH")}
-	for k, v := range map[string]string{"CNI_CONTAINERID": c.containerID, "CNI_NETNS": c.netns, "CNI_IFNAME": c.ifName, "CNI_ARGS": c.args} {
-		if v != "" {
-			env = append(env, k+"="+v)
-		}
-	}
-	env = append(env, c.env...)
 	var out, errb bytes.Buffer
-	err := plugin.Run(context.Background(), plugin.Invocation{Env: env, Stdin: []byte(c.stdin), Stdout: &out, Stderr: &errb})
+	err := plugin.Run(context.Background(), plugin.Invocation{Env: c.environ(), Stdin: []byte(c.stdin), Stdout: &out, Stderr: &errb})
 	o := outcome{stdout: out.Bytes(), stderr: errb.String()}
 	if err != nil {
 		o.err = err
@@ -35,8 +28,8 @@ func runInProcess(t testing.TB, c call) outcome {
 	return o
 }
 
-// The in-process plugin must answer every call as the binary does: same result, same error
-// code, message and details, same trace line. The table covers skel's checks, which dispatch
+// The in-process plugin (main's pluginMain in this process, and plugin.Run) must answer every
+// call as the binary does: same result, same error code, message and details, same trace line. The table covers skel's checks, which dispatch
 // re-implements (skel reads os.Getenv and os.Stdin, so an in-process call cannot use it), the
 // verbs, and fault rules.
 func TestInProcessMatchesTheBinary(t *testing.T) {
@@ -112,39 +105,57 @@ func TestInProcessMatchesTheBinary(t *testing.T) {
 			return call{cmd: "GC", stdin: conf(map[string]any{"cni.dev/valid-attachments": []any{}})}
 		}},
 	}
-	exe, inp := t.TempDir(), t.TempDir()
+	// Three ways of making each call, each with a data dir of its own: the binary exec'd, main's
+	// pluginMain in this process (run), and plugin.Run (runInProcess).
+	ways := []struct {
+		name string
+		run  func(testing.TB, call) outcome
+		dir  string
+	}{{"binary", runBinary, t.TempDir()}, {"pluginMain", run, t.TempDir()}, {"plugin.Run", runInProcess, t.TempDir()}}
+	norm := func(b []byte, dir string) string { return strings.ReplaceAll(string(b), dir, "DIR") }
 	for _, s := range steps {
-		bin := run(t, s.call(func(extra map[string]any) string { return testConf(exe, "1.1.0", extra) }))
-		in := runInProcess(t, s.call(func(extra map[string]any) string { return testConf(inp, "1.1.0", extra) }))
-		norm := func(b []byte, dir string) string { return strings.ReplaceAll(string(b), dir, "DIR") }
-		if bin.err == nil && norm(bin.stdout, exe) != norm(in.stdout, inp) {
-			t.Errorf("%s: stdout\nbinary:     %s\nin-process: %s", s.name, bin.stdout, in.stdout)
+		var outs []outcome
+		for _, w := range ways {
+			outs = append(outs, w.run(t, s.call(func(extra map[string]any) string { return testConf(w.dir, "1.1.0", extra) })))
 		}
-		be, ie := errJSON(bin.err), errJSON(in.err)
-		if norm(be, exe) != norm(ie, inp) {
-			t.Errorf("%s: error\nbinary:     %s\nin-process: %s", s.name, be, ie)
+		bin := outs[0]
+		for i, o := range outs[1:] {
+			w := ways[i+1]
+			if bin.err == nil && norm(bin.stdout, ways[0].dir) != norm(o.stdout, w.dir) {
+				t.Errorf("%s: stdout\nbinary: %s\n%s: %s", s.name, bin.stdout, w.name, o.stdout)
+			}
+			if be, oe := norm(errJSON(bin.err), ways[0].dir), norm(errJSON(o.err), w.dir); be != oe {
+				t.Errorf("%s: error\nbinary: %s\n%s: %s", s.name, be, w.name, oe)
+			}
 		}
 	}
 	// The invocation logs hold the same lines, but for times and durations.
-	read := func(dir string) []trace.Event {
+	read := func(dir string) []string {
 		evs, err := trace.ReadFile(filepath.Join(dir, "cni.jsonl"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range evs {
-			evs[i].Time, evs[i].DurationNS = time.Time{}, 0
+		var lines []string
+		for _, ev := range evs {
+			ev.Time, ev.DurationNS = time.Time{}, 0
+			b, _ := json.Marshal(ev)
+			lines = append(lines, norm(b, dir))
 		}
-		return evs
+		return lines
 	}
-	be, ie := read(exe), read(inp)
-	if len(be) != len(ie) || len(be) < len(steps)-3 {
-		t.Fatalf("%d lines from the binary, %d in-process (%d steps)", len(be), len(ie), len(steps))
+	bl := read(ways[0].dir)
+	if len(bl) < len(steps)-3 {
+		t.Fatalf("%d lines from the binary (%d steps)", len(bl), len(steps))
 	}
-	for i := range be {
-		b, _ := json.Marshal(be[i])
-		n, _ := json.Marshal(ie[i])
-		if bs, ns := strings.ReplaceAll(string(b), exe, "DIR"), strings.ReplaceAll(string(n), inp, "DIR"); bs != ns {
-			t.Errorf("log line %d\nbinary:     %s\nin-process: %s", i+1, bs, ns)
+	for _, w := range ways[1:] {
+		wl := read(w.dir)
+		if len(wl) != len(bl) {
+			t.Fatalf("%d lines from the binary, %d from %s", len(bl), len(wl), w.name)
+		}
+		for i := range bl {
+			if bl[i] != wl[i] {
+				t.Errorf("log line %d\nbinary: %s\n%s: %s", i+1, bl[i], w.name, wl[i])
+			}
 		}
 	}
 }

@@ -24,8 +24,9 @@ import (
 )
 
 // exampleList loads examples/cni/10-plugsim.conflist the way a runtime would, with cni-fake's
-// dataDir and logFile moved into dir, its mode set, and the list's cniVersion replaced. Without
-// the real portmap in $PLUGSIM_BIN the list is cut to cni-fake alone (logged).
+// dataDir and logFile moved into dir, its mode set, and the list's cniVersion replaced. The chain
+// needs the real portmap from $PLUGSIM_BIN (toolPath: the test skips, saying why, without
+// $PLUGSIM_BIN, and fails when it is set and portmap is not there).
 func exampleList(t testing.TB, dir, mode, cniVersion string) *libcni.NetworkConfigList {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "examples", "cni", "10-plugsim.conflist"))
@@ -42,9 +43,9 @@ func exampleList(t testing.TB, dir, mode, cniVersion string) *libcni.NetworkConf
 	fake["dataDir"] = filepath.Join(dir, "data")
 	fake["logFile"] = filepath.Join(dir, "cni.jsonl")
 	fake["mode"] = mode
-	if d := os.Getenv("PLUGSIM_BIN"); d == "" || !executable(filepath.Join(d, "portmap")) {
-		t.Logf("portmap not in $PLUGSIM_BIN: testing the chain without it (run `make tools`)")
-		m["plugins"] = plugins[:1]
+	toolPath(t, "portmap")
+	if last := plugins[len(plugins)-1].(map[string]any); len(plugins) != 2 || last["type"] != "portmap" {
+		t.Fatalf("examples/cni/10-plugsim.conflist is no longer cni-fake then portmap: %v", plugins)
 	}
 	b, _ = json.Marshal(m)
 	list, err := libcni.NetworkConfFromBytes(b)

@@ -25,19 +25,28 @@ import (
 	"github.com/plugsim/plugsim/cni-fake/plugin"
 )
 
-func main() {
+func main() { os.Exit(pluginMain()) }
+
+// pluginMain is one CNI call over the process's environment, stdin and stdout (what skel reads),
+// and returns the exit status. The package tests call it in-process, with the environment and
+// stdio swapped around the call, as the CNI plugins' own tests drive cmdAdd (plugins
+// pkg/testutils/cmd.go); main_test.go's run does that.
+func pluginMain() int {
 	cmd := os.Getenv("CNI_COMMAND")
 	if cmd == "" || cmd == "VERSION" {
 		// Nothing to log: VERSION's stdin carries no config (libcni sends only cniVersion), so
 		// there is no logFile to write to.
-		skel.PluginMainFuncs(skel.CNIFuncs{}, plugin.Versions(), plugin.About)
-		return
+		if cniErr := skel.PluginMainFuncsWithError(skel.CNIFuncs{}, plugin.Versions(), plugin.About); cniErr != nil {
+			cniErr.Print()
+			return 1
+		}
+		return 0
 	}
 	start := time.Now()
 	stdin, err := io.ReadAll(os.Stdin)
 	if err != nil {
 		types.NewError(types.ErrIOFailure, "reading stdin: "+err.Error(), "").Print()
-		os.Exit(1)
+		return 1
 	}
 	// skel reads the config from os.Stdin itself; hand it the bytes we already read, so that the
 	// invocation log can also record what skel rejects before any callback runs (missing
@@ -60,6 +69,7 @@ func main() {
 	call.Log(cniErr)
 	if cniErr != nil {
 		cniErr.Print()
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }

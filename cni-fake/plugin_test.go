@@ -37,7 +37,8 @@ func TestVersionListsEverySupportedVersion(t *testing.T) {
 }
 
 // The result must be printed in the version it was asked for, or the next plugin's
-// version.ParsePrevResult fails (research §1.6); and it must have the shape portmap and containerd
+// version.ParsePrevResult fails (the CNI spec, "Section 5: Result Types",
+// https://github.com/containernetworking/cni/blob/v1.3.1/SPEC.md#section-5-result-types); and it must have the shape portmap and containerd
 // need: the pod interface with a sandbox, every address pointing at it.
 func TestAddResultInEveryVersion(t *testing.T) {
 	dir := t.TempDir()
@@ -169,6 +170,8 @@ func TestBadInputGivesTheRightCode(t *testing.T) {
 	}
 }
 
+// Concurrent ADDs are separate processes, as a runtime execs them: the lease file lock must
+// serialise them, so this execs the binary.
 func TestConcurrentAddsGetDistinctAddresses(t *testing.T) {
 	dir := t.TempDir()
 	conf := testConf(dir, "1.1.0", nil)
@@ -180,7 +183,7 @@ func TestConcurrentAddsGetDistinctAddresses(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			o := run(t, call{cmd: "ADD", containerID: fmt.Sprintf("pod%02d", i), netns: "/var/run/netns/fake", ifName: "eth0", stdin: conf})
+			o := runBinary(t, call{cmd: "ADD", containerID: fmt.Sprintf("pod%02d", i), netns: "/var/run/netns/fake", ifName: "eth0", stdin: conf})
 			if o.err != nil {
 				errs <- fmt.Errorf("ADD %d: %v", i, o.err)
 				return
@@ -212,7 +215,7 @@ func TestConcurrentAddsGetDistinctAddresses(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if o := run(t, call{cmd: "DEL", containerID: fmt.Sprintf("pod%02d", i), ifName: "eth0", stdin: conf}); o.err != nil {
+			if o := runBinary(t, call{cmd: "DEL", containerID: fmt.Sprintf("pod%02d", i), ifName: "eth0", stdin: conf}); o.err != nil {
 				t.Errorf("DEL %d: %v", i, o.err)
 			}
 		}()
@@ -454,6 +457,30 @@ func TestDelegatedIPAM(t *testing.T) {
 				if strings.HasPrefix(e.Name(), "10.") {
 					t.Fatalf("host-local lease %s left after DEL", e.Name())
 				}
+			}
+		})
+	}
+}
+
+// A configuration larger than a pipe buffer (64 KiB on Linux; a runtime's large prevResult, or
+// args as here) reaches skel whole, in-process and from the binary: main hands skel its stdin
+// through a pipe, and writing that much inline would block before skel reads.
+func TestConfigLargerThanAPipeBuffer(t *testing.T) {
+	for _, way := range []struct {
+		name string
+		run  func(testing.TB, call) outcome
+	}{{"in-process", run}, {"binary", runBinary}} {
+		t.Run(way.name, func(t *testing.T) {
+			dir := t.TempDir()
+			pad := strings.Repeat("x", 100<<10)
+			conf := testConf(dir, "1.1.0", map[string]any{"args": map[string]any{"cni": map[string]any{"padding": pad}}})
+			o := way.run(t, call{cmd: "ADD", containerID: "big", netns: "/var/run/netns/big", ifName: "eth0", stdin: conf})
+			if o.err != nil {
+				t.Fatalf("ADD with a %d-byte config: %v", len(conf), o.err)
+			}
+			evs, err := trace.ReadFile(filepath.Join(dir, "cni.jsonl"))
+			if err != nil || len(evs) != 1 || !strings.Contains(string(evs[0].Request), pad) {
+				t.Fatalf("the log does not hold the whole config: %d events, %v", len(evs), err)
 			}
 		})
 	}

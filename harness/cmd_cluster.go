@@ -83,7 +83,7 @@ the kubeconfig, certificates, logs and each node's files. Stop it with 'harness 
 	if *emptyCNI {
 		ready = "registered (NotReady until a conflist is in its CNI conf dir)"
 	}
-	try := strings.NewReplacer("KUBECTL", kubectl, "CRICTL", filepath.Join(bin, "crictl"), "DIR", abs).Replace(`Try (the source note's commands among them):
+	try := strings.NewReplacer("KUBECTL", kubectl, "CRICTL", filepath.Join(bin, "crictl"), "DIR", abs).Replace(`Try:
   export KUBECONFIG=DIR/kubeconfig
   KUBECTL get nodes -o wide;  KUBECTL describe node node1 | grep -A8 Conditions
   KUBECTL get csidriver;  KUBECTL get csinodes;  KUBECTL get storageclass;  KUBECTL get runtimeclass

@@ -98,6 +98,20 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
+// traceSource says in a diagram's subtitle where its calls come from: the trace files by name
+// and, with --cluster, the trace files of the cluster. No directory is named: a committed diagram
+// must not carry the temporary path of the machine that drew it.
+func traceSource(files []string, cluster bool) string {
+	var from []string
+	for _, f := range files {
+		from = append(from, filepath.Base(f))
+	}
+	if cluster {
+		from = append(from, "the trace files of the cluster")
+	}
+	return strings.Join(from, ", ")
+}
+
 func cmdTrace(args []string) error {
 	fs := newFlags("trace", "[--svg FILE] [--mermaid FILE] [--cluster DIR] [TRACE.jsonl...]", `Draws recorded trace files (cri-fake's, csi-fake's, cni-fake's logFile; several are merged by time)
 as the boundary trace: one line per call, and optionally a Mermaid or SVG sequence diagram. Use it
@@ -176,11 +190,7 @@ participants after their node: kubelet@node1 ──CSI──▶ csi-fake@node1 (
 	for _, ev := range kept {
 		fmt.Printf("%s  %s\n", ev.Time.Format("15:04:05.000"), diagram.Line(ev))
 	}
-	from0 := strings.Join(fs.Args(), ", ")
-	if *clusterDir != "" {
-		from0 = strings.TrimPrefix(from0+", ", ", ") + "the cluster in " + *clusterDir
-	}
-	sub := fmt.Sprintf("%d calls from %s", len(kept), from0)
+	sub := fmt.Sprintf("%d calls from %s", len(kept), traceSource(fs.Args(), *clusterDir != ""))
 	if *svg != "" {
 		if err := os.WriteFile(*svg, diagram.SVG(*title, sub, []diagram.Section{{Events: kept}}), 0o644); err != nil {
 			return err

@@ -83,8 +83,25 @@ func TestTraceCluster(t *testing.T) {
 		t.Errorf("a controller sidecar was named after a node:\n%s", out)
 	}
 	b, err := os.ReadFile(svg)
-	if err != nil || !strings.Contains(string(b), "kubelet@node2") || !strings.Contains(string(b), "5 calls") {
+	if err != nil || !strings.Contains(string(b), "kubelet@node2") || !strings.Contains(string(b), "5 calls from the trace files of the cluster") {
 		t.Errorf("the SVG (err %v) does not draw the 5 calls with the node's kubelet:\n%.400s", err, b)
+	}
+	// A diagram is committed to the repository: it must not name the directory it was drawn
+	// from (here the test's temporary one).
+	if strings.Contains(string(b), dir) || strings.Contains(string(b), os.TempDir()) {
+		t.Errorf("the SVG names the directory %s it was drawn from", dir)
+	}
+	mermaid := filepath.Join(dir, "out.mmd")
+	single := filepath.Join(dir, "nodes", "node2", "cri.jsonl")
+	captureStdout(t, func() error { return cmdTrace([]string{"--svg", svg, "--mermaid", mermaid, single}) })
+	for _, f := range []string{svg, mermaid} {
+		b, err := os.ReadFile(f)
+		if err != nil || strings.Contains(string(b), dir) {
+			t.Errorf("%s (err %v) names the directory %s it was drawn from", filepath.Base(f), err, dir)
+		}
+	}
+	if b, _ := os.ReadFile(svg); !strings.Contains(string(b), "calls from cri.jsonl<") {
+		t.Errorf("the SVG's subtitle does not name the trace file cri.jsonl:\n%.600s", b)
 	}
 }
 

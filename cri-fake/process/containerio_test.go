@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/plugsim/plugsim/cri-fake/process/containerio"
@@ -98,24 +99,34 @@ func TestContainerIOAttach(t *testing.T) {
 	}
 }
 
+// TestContainerIONoStdin: an attach to a container without stdin ignores the
+// input and lasts until its context ends. It runs in a synctest bubble, so
+// synctest.Wait returns once the attach has done all it would do on its own.
 func TestContainerIONoStdin(t *testing.T) {
-	cio := containerio.NewContainerIO(nil, false, false)
-	if cio.Stdin() != nil {
-		t.Fatal("stdin without the stdin flag")
-	}
-	p := startProc(t, Spec{Args: []string{"sh", "-c", "echo x; sleep 1000"}, Stdin: cio.Stdin(), Stdout: cio.Stdout(), Stderr: cio.Stderr()})
-	out := &closeBuffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- cio.Attach(ctx, strings.NewReader("ignored\n"), out, nil, false) }()
-	time.Sleep(20 * time.Millisecond)
-	cancel()
-	if err := <-done; err != context.Canceled {
-		t.Errorf("attach after cancel: %v", err)
-	}
-	p.Signal(9)
-	p.Wait()
-	cio.Close()
+	synctest.Test(t, func(t *testing.T) {
+		cio := containerio.NewContainerIO(nil, false, false)
+		if cio.Stdin() != nil {
+			t.Fatal("stdin without the stdin flag")
+		}
+		p := startProc(t, Spec{Args: []string{"sh", "-c", "echo x; sleep 1000"}, Stdin: cio.Stdin(), Stdout: cio.Stdout(), Stderr: cio.Stderr()})
+		out := &closeBuffer{}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- cio.Attach(ctx, strings.NewReader("ignored\n"), out, nil, false) }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("attach ended before its context: %v", err)
+		default:
+		}
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Errorf("attach after cancel: %v", err)
+		}
+		p.Signal(9)
+		p.Wait()
+		cio.Close()
+	})
 }
 
 // TestLogWriterWithProcess wires a looping process to a log, as the runtime

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -351,17 +352,25 @@ func TestExecStream(t *testing.T) {
 // TestInitSignalRule: with the kernel's init rule, pid 1 ignores TERM it has
 // no handler for, and a trap waits for the foreground command.
 func TestInitSignalRule(t *testing.T) {
-	p := startProc(t, Spec{Args: []string{"sh", "-c", "while true; do sleep 1000; done"}, InitSignalRule: true})
-	waitFor(t, "sleep", func() bool { return len(p.Processes()) == 2 })
-	p.Signal(syscall.SIGTERM)
-	time.Sleep(50 * time.Millisecond)
-	if _, exited := p.ExitCode(); exited {
-		t.Fatal("pid 1 without a handler ended on TERM")
-	}
-	p.Signal(syscall.SIGKILL)
-	if code := p.Wait(); code != 137 {
-		t.Errorf("KILL: %d", code)
-	}
+	// In a synctest bubble, synctest.Wait returns once the simulation has done all
+	// it will do about the TERM (every goroutine durably blocked): had TERM ended
+	// pid 1, it would have by then.
+	synctest.Test(t, func(t *testing.T) {
+		p := startProc(t, Spec{Args: []string{"sh", "-c", "while true; do sleep 1000; done"}, InitSignalRule: true})
+		synctest.Wait()
+		if n := len(p.Processes()); n != 2 {
+			t.Fatalf("%d processes, want sh and its sleep", n)
+		}
+		p.Signal(syscall.SIGTERM)
+		synctest.Wait()
+		if _, exited := p.ExitCode(); exited {
+			t.Fatal("pid 1 without a handler ended on TERM")
+		}
+		p.Signal(syscall.SIGKILL)
+		if code := p.Wait(); code != 137 {
+			t.Errorf("KILL: %d (143: TERM ended it)", code)
+		}
+	})
 
 	var out syncBuffer
 	q := startProc(t, Spec{Args: []string{"sh", "-c", "trap 'echo trapped; exit 0' TERM; while true; do sleep 0.2; done"}, Stdout: &out, InitSignalRule: true})
@@ -373,17 +382,23 @@ func TestInitSignalRule(t *testing.T) {
 }
 
 // TestTTYWithoutStdin: a TTY container without stdin keeps its interactive
-// shell (nobody types, nothing ends it) until it is stopped.
+// shell (nobody types, nothing ends it) until it is stopped. The process runs in
+// a synctest bubble, so synctest.Wait returns once every goroutine of the
+// simulation is durably blocked: a shell that read EOF would have ended by then.
 func TestTTYWithoutStdin(t *testing.T) {
-	var out syncBuffer
-	p := startProc(t, Spec{Args: []string{"sh"}, TTY: true, Stdout: &out})
-	waitFor(t, "prompt", func() bool { return out.String() == "/ # " })
-	time.Sleep(20 * time.Millisecond)
-	if _, exited := p.ExitCode(); exited {
-		t.Fatal("the shell of a TTY container without stdin ended")
-	}
-	p.Signal(syscall.SIGKILL)
-	if code := p.Wait(); code != 137 {
-		t.Errorf("code %d", code)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var out syncBuffer
+		p := startProc(t, Spec{Args: []string{"sh"}, TTY: true, Stdout: &out})
+		synctest.Wait()
+		if out.String() != "/ # " {
+			t.Fatalf("output %q, want the prompt", out.String())
+		}
+		if _, exited := p.ExitCode(); exited {
+			t.Fatal("the shell of a TTY container without stdin ended")
+		}
+		p.Signal(syscall.SIGKILL)
+		if code := p.Wait(); code != 137 {
+			t.Errorf("code %d", code)
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -238,10 +239,14 @@ func TestSimulatedReopenLog(t *testing.T) {
 	}
 	waitFor(t, func() bool { b, _ := os.ReadFile(path); return bytes.Contains(b, []byte(" stdout F line ")) })
 	old, _ := os.ReadFile(path + ".1")
-	time.Sleep(200 * time.Millisecond)
+	// Two more lines reach the new file after that read: a writer still appending to the
+	// rotated file would have grown it by then.
+	lines := func() int { b, _ := os.ReadFile(path); return bytes.Count(b, []byte("\n")) }
+	n := lines()
+	waitFor(t, func() bool { return lines() >= n+2 })
 	again, _ := os.ReadFile(path + ".1")
 	if !bytes.Equal(old, again) {
-		t.Fatal("the rotated file still grows after ReopenContainerLog")
+		t.Fatalf("the rotated file still grows after ReopenContainerLog: %d bytes, then %d", len(old), len(again))
 	}
 }
 
@@ -391,7 +396,19 @@ func TestExampleCatalogImagesRun(t *testing.T) {
 	t.Cleanup(s.Close)
 	ctx := context.Background()
 	pod, logDir := simPodRun(t, s, "catalog")
-	exits := map[string]int32{"registry.example.com/tools/flaky-job:1.0": 3, "registry.example.com/broken/app:0.1": 2}
+	exits := map[string]int32{"registry.example.com/tools/flaky-job:1.0": 3, "registry.example.com/broken/app:0.1": 2, "registry.example.com/tools/migrate:v3": 0}
+	// What ps in the container shows once the command of a long-running image blocks: nginx's
+	// workers start after its config is read and its ports bound; worker's sleep after its cat
+	// and id; a generic program (/cart) blocks from the start.
+	// (A ps line ends with TIME then COMMAND.)
+	blocksIn := map[string]*regexp.Regexp{
+		"registry.example.com/shop/frontend:2.4.1": regexp.MustCompile(`(?m) nginx: worker process$`),
+		"registry.example.com/shop/unready:latest": regexp.MustCompile(`(?m) nginx: worker process$`),
+		"registry.example.com/shop/cart:1.0.0":     regexp.MustCompile(`(?m):[0-9]{2} /cart$`),
+		"registry.example.com/tools/chatty:latest": regexp.MustCompile(`(?m):[0-9]{2} sleep 86400$`),
+		"registry.example.com/shop/cache:7":        regexp.MustCompile(`(?m):[0-9]{2} sleep 86400$`),
+		"registry.example.com/shop/worker:2":       regexp.MustCompile(`(?m):[0-9]{2} sleep 86400$`),
+	}
 	for _, ci := range cat.Images() {
 		if !strings.HasPrefix(ci.Repositories[0], "registry.example.com/") {
 			continue // the built-in images
@@ -418,10 +435,23 @@ func TestExampleCatalogImagesRun(t *testing.T) {
 			if _, err := execSync(t, s, resp.ContainerId, 5, "true"); err != nil {
 				t.Fatalf("exec in a running container: %v", err)
 			}
-			time.Sleep(100 * time.Millisecond) // still running a moment later (nginx binds, jobs wait)
+			// Wait until the command has reached the part that blocks (its marker shows in ps):
+			// from there only its behaviour or a signal ends it, so it must still be running.
+			marker, ok := blocksIn[ref]
+			if !ok {
+				t.Fatalf("no entry in blocksIn for %s: name the process that shows in ps once its command blocks", ref)
+			}
+			var ps string
+			waitFor(t, func() bool {
+				r, err := execSync(t, s, resp.ContainerId, 5, "ps")
+				if err == nil {
+					ps = string(r.Stdout)
+				}
+				return marker.MatchString(ps)
+			})
 			if st := containerState(t, s, resp.ContainerId); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 				b, _ := os.ReadFile(filepath.Join(logDir, cfg.LogPath))
-				t.Fatalf("%v (exit %d); log:\n%s", st.State, st.ExitCode, b)
+				t.Fatalf("%v (exit %d) after ps matched %s:\n%s\nlog:\n%s", st.State, st.ExitCode, marker, ps, b)
 			}
 		})
 	}

@@ -23,7 +23,9 @@ import (
 
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-# What a standalone kubelet (static pods, no API server) needs on this machine: see shared/mission.md.
+# What a standalone kubelet (static pods, no API server) needs on this machine: no swap check,
+# no cgroup v1 refusal, no QoS cgroups or allocatable enforcement (this machine's cgroups are not
+# the kubelet's to manage); the keys are in https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/.
 failSwapOn: false
 failCgroupV1: false
 cgroupsPerQOS: false

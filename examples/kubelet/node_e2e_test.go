@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugsim/plugsim/internal/polltest"
 	"github.com/plugsim/plugsim/internal/testbin"
 
 	"github.com/containernetworking/plugins/pkg/ns"
@@ -260,21 +261,11 @@ func (n *node) pod(name string) (*corev1.Pod, bool) {
 	return nil, false
 }
 
-// waitFor polls cond until it returns true, failing the test with the last description after timeout.
+// waitFor polls cond every 200 ms until it returns true, failing the test with the last
+// description after timeout.
 func (n *node) waitFor(what string, timeout time.Duration, cond func() (bool, string)) time.Duration {
 	n.t.Helper()
-	start := time.Now()
-	last := ""
-	for time.Since(start) < timeout {
-		ok, desc := cond()
-		if ok {
-			return time.Since(start)
-		}
-		last = desc
-		time.Sleep(200 * time.Millisecond)
-	}
-	n.t.Fatalf("timed out after %v waiting for %s; last seen: %s", timeout, what, last)
-	return 0
+	return polltest.Until(n.t, what, timeout, 200*time.Millisecond, cond)
 }
 
 func (n *node) writeFile(rel string, data []byte) {

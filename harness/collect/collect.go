@@ -163,8 +163,8 @@ func (c *Collector) Next() ([]trace.Event, error) {
 }
 
 // Merge orders events from several recorders by the time each call started. A call that started
-// inside another one (CNI ADD inside RunPodSandbox) therefore follows it, the way the source note
-// draws the chain.
+// inside another one (CNI ADD inside RunPodSandbox) therefore follows it, so the chain reads top
+// down.
 func Merge(lists ...[]trace.Event) []trace.Event {
 	var out []trace.Event
 	for _, l := range lists {

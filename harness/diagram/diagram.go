@@ -1,5 +1,6 @@
-// Package diagram draws the boundary trace: every call that crossed an interface, as text lines in
-// the source note's drawing style, as a Mermaid sequence diagram and as a self-contained SVG.
+// Package diagram draws the boundary trace: every call that crossed an interface, as text lines
+// (caller ──interface──▶ callee, method, duration), as a Mermaid sequence diagram and as a
+// self-contained SVG.
 //
 //	kubelet ──CRI──▶ cri-fake  RunPodSandbox 1.2ms
 //	cri-fake ──CNI ADD──▶ cni-fake → portmap
@@ -52,7 +53,7 @@ func Role(iface, method string) string {
 }
 
 // Callee names the receiving side. CSI calls are told apart by the plugin half that serves them,
-// because the note's point is that a driver comes in two parts: the controller plugin (a
+// because a driver comes in two parts: the controller plugin (a
 // Deployment) and the node plugin (a DaemonSet).
 func Callee(ev trace.Event) string {
 	if ev.Interface == trace.CNI {
@@ -174,7 +175,7 @@ func Ms(d time.Duration) string {
 	return fmt.Sprintf("%.1fs", d.Seconds())
 }
 
-// Line renders one event the way the source note draws the interfaces.
+// Line renders one event as caller ──interface──▶ callee, then the method and its duration.
 func Line(ev trace.Event) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s ──%s──▶ %s", Caller(ev), Label(ev), Callee(ev))

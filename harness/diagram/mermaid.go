@@ -62,7 +62,7 @@ func mermaidText(s string) string {
 }
 
 // participants lists everyone in the sections, callers before callees, in first-appearance order,
-// with the kubelet and sidecars on the left and plugins to the right as the note draws them.
+// with the kubelet and sidecars on the left and the plugins they call to the right.
 func participants(sections []Section) []string {
 	seen := map[string]bool{}
 	var out []string

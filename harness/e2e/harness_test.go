@@ -9,6 +9,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,7 +104,7 @@ func TestEveryExampleScenarioPasses(t *testing.T) {
 	if doc.Failures != 0 || len(doc.Suites) != len(files) || doc.Tests < 50 {
 		t.Errorf("junit: %d suites, %d tests, %d failures", len(doc.Suites), doc.Tests, doc.Failures)
 	}
-	// The boundary trace is drawn as the source note draws it.
+	// The boundary trace is drawn one line per call, caller ──interface──▶ callee.
 	for _, line := range []string{
 		"kubelet ──CRI──▶ cri-fake  RunPodSandbox",
 		"cri-fake ──CNI ADD──▶ cni-fake → portmap",
@@ -132,7 +133,13 @@ func TestWrongExpectationFailsNamingStepAndLine(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1:\n%s", code, text)
 	}
-	for _, want := range []string{f + ":8: step 1", "expected runtimeName equals containerd, got cri-fake", "0 passed, 1 failed"} {
+	// Step 1 is the first "- name:" under steps; its line is what the failure must name.
+	first := strings.Index(string(src), "\n  - name: ")
+	if first < 0 {
+		t.Fatal("the scenario has no step list")
+	}
+	stepLine := strings.Count(string(src[:first+1]), "\n") + 1
+	for _, want := range []string{fmt.Sprintf("%s:%d: step 1", f, stepLine), "expected runtimeName equals containerd, got cri-fake", "0 passed, 1 failed"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
@@ -210,7 +217,7 @@ func TestUpWithCrictlThenRecordAndReplay(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "node")
 	stop := up(t, dir)
 
-	// The real crictl against the node, as the source note uses it.
+	// The real crictl against the node, as a person uses it.
 	out, err := exec.Command(crictl, "--config", filepath.Join(dir, "crictl.yaml"), "version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "RuntimeName:  cri-fake") || !strings.Contains(string(out), "RuntimeApiVersion:  v1") {
 		t.Fatalf("crictl version: %v\n%s", err, out)

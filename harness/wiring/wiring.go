@@ -409,8 +409,8 @@ func (n *Node) installPlugins(o Options) error {
 
 // Conflist is the network configuration the harness installs: cni-fake with its own IPAM,
 // logging each invocation to logFile and taking fault rules from faultsFile (when not ""), then
-// (withPortmap) portmap for hostPort mappings. It has the shape of Calico's 10-calico.conflist in
-// the source note: the main plugin, then portmap.
+// (withPortmap) portmap for hostPort mappings. It has the shape of Calico's 10-calico.conflist:
+// the main plugin, then portmap.
 func Conflist(name, subnet, logFile, dataDir, faultsFile string, withPortmap bool) []byte {
 	portmap := ""
 	if withPortmap {

@@ -67,7 +67,7 @@ handler: plugsim-gvisor
 		c.mustKubectl("delete", "pod", "rc-unserved", "rc-served", "--wait=false")
 	})
 
-	// Check 3: the columns of the note's `kubectl get csidriver`, for both drivers `up` applies.
+	// Check 3: the columns of `kubectl get csidriver`, for both drivers `up` applies.
 	t.Run("csidriver", func(t *testing.T) {
 		c.t = t
 		out := c.mustKubectl("get", "csidriver")
@@ -201,7 +201,7 @@ spec:
 				PluginDirs    []string
 				PluginConfDir string
 			} `json:"cniconfig"`
-			// containerd's config section, the note's confDir and binDirs.
+			// containerd's config section, its confDir and binDirs.
 			Config struct {
 				CNI struct {
 					ConfDir string

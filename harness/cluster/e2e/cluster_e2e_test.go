@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/plugsim/plugsim/harness/cluster"
+	"github.com/plugsim/plugsim/internal/polltest"
 	"github.com/plugsim/plugsim/internal/testbin"
 )
 
@@ -123,21 +124,11 @@ func (c *testCluster) getJSON(v any, args ...string) error {
 	return json.Unmarshal([]byte(out), v)
 }
 
-// waitFor polls cond until it holds, failing the test with the last description after timeout.
+// waitFor polls cond every 500 ms until it holds, failing the test with the last description
+// after timeout.
 func (c *testCluster) waitFor(what string, timeout time.Duration, cond func() (bool, string)) time.Duration {
 	c.t.Helper()
-	start := time.Now()
-	last := ""
-	for time.Since(start) < timeout {
-		ok, desc := cond()
-		if ok {
-			return time.Since(start)
-		}
-		last = desc
-		time.Sleep(500 * time.Millisecond)
-	}
-	c.t.Fatalf("timed out after %v waiting for %s; last seen: %s", timeout, what, last)
-	return 0
+	return polltest.Until(c.t, what, timeout, 500*time.Millisecond, cond)
 }
 
 // waitPod waits until pod (in the default namespace) satisfies cond.

@@ -1,8 +1,11 @@
-package process
+package shell
 
 import (
 	"errors"
+	"path/filepath"
 	"testing"
+
+	"github.com/plugsim/plugsim/internal/crashtest"
 )
 
 // FuzzShellParse is the parser of the simulated sh alone (parseScript, what `sh -c`, eval, . and
@@ -10,7 +13,7 @@ import (
 // errIncomplete, never a panic or a stack overflow, and parsing is deterministic. FuzzShell
 // (hostile_test.go) runs whole command lines; this one reaches far more inputs a second.
 func FuzzShellParse(f *testing.F) {
-	for _, s := range hostileSeeds {
+	for _, s := range crashtest.Seeds(f, filepath.Join("..", "testdata", "hostile-commands.txt")) {
 		f.Add(s)
 	}
 	for _, s := range []string{
