@@ -176,22 +176,35 @@ func Merge(lists ...[]trace.Event) []trace.Event {
 	return out
 }
 
-// ClusterTraces lists the trace files `harness cluster up` has its fakes write in dir, each with the
-// node it belongs to ("" for the control plane's csi-fake).
-func ClusterTraces(dir string) (map[string]string, error) {
-	files := map[string]string{}
-	if f := filepath.Join(dir, "csi", "controller.jsonl"); exists(f) {
-		files[f] = ""
-	}
+// ClusterTraceFiles lists the trace files `harness cluster up` has its fakes write in dir, written
+// yet or not (cni-fake's appears with the first CNI call), each with the node it belongs to (""
+// for the control plane's csi-fake).
+func ClusterTraceFiles(dir string) (map[string]string, error) {
+	files := map[string]string{filepath.Join(dir, "csi", "controller.jsonl"): ""}
 	nodes, err := filepath.Glob(filepath.Join(dir, "nodes", "*"))
 	if err != nil {
 		return nil, err
 	}
 	for _, nd := range nodes {
 		for _, name := range []string{"cri.jsonl", "csi.jsonl", "csi-ephemeral.jsonl", "cni.jsonl"} {
-			if f := filepath.Join(nd, name); exists(f) {
-				files[f] = filepath.Base(nd)
-			}
+			files[filepath.Join(nd, name)] = filepath.Base(nd)
+		}
+	}
+	if len(nodes) == 0 && !exists(filepath.Join(dir, "csi", "controller.jsonl")) {
+		return nil, fmt.Errorf("%s holds no cluster's trace files (csi/controller.jsonl, nodes/*/cri.jsonl, ...): is it the --dir of `harness cluster up`?", dir)
+	}
+	return files, nil
+}
+
+// ClusterTraces lists the trace files of ClusterTraceFiles that exist.
+func ClusterTraces(dir string) (map[string]string, error) {
+	files, err := ClusterTraceFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	for f := range files {
+		if !exists(f) {
+			delete(files, f)
 		}
 	}
 	if len(files) == 0 {
