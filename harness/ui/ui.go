@@ -558,12 +558,14 @@ func (s *Server) event(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"summary": st.sum, "event": st.ev})
 }
 
-func (s *Server) target(name string) (FaultRules, bool) {
+// target is the fault target the request's path names; it answers 404 itself when there is none.
+func (s *Server) target(w http.ResponseWriter, r *http.Request) (FaultRules, bool) {
 	for _, t := range s.o.Faults {
-		if t.Name == name {
+		if t.Name == r.PathValue("target") {
 			return t.Rules, true
 		}
 	}
+	http.Error(w, fmt.Sprintf("no fault target %q", r.PathValue("target")), http.StatusNotFound)
 	return nil, false
 }
 
@@ -589,9 +591,8 @@ func (s *Server) listFaults(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) addFault(w http.ResponseWriter, r *http.Request) {
-	rules, ok := s.target(r.PathValue("target"))
+	rules, ok := s.target(w, r)
 	if !ok {
-		http.Error(w, fmt.Sprintf("no fault target %q", r.PathValue("target")), http.StatusNotFound)
 		return
 	}
 	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
@@ -610,9 +611,8 @@ func (s *Server) addFault(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) clearFaults(w http.ResponseWriter, r *http.Request) {
-	rules, ok := s.target(r.PathValue("target"))
+	rules, ok := s.target(w, r)
 	if !ok {
-		http.Error(w, fmt.Sprintf("no fault target %q", r.PathValue("target")), http.StatusNotFound)
 		return
 	}
 	if err := rules.ClearFaults(); err != nil {

@@ -3,13 +3,10 @@
 package e2e
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,31 +24,7 @@ import (
 func TestClusterView(t *testing.T) {
 	browsertest.Chromium(t)
 	c := upCluster(t, 1)
-	cmd := exec.Command(filepath.Join(c.bin, "harness"), "ui", "--cluster", c.dir, "--addr", "127.0.0.1:0")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if m := regexp.MustCompile(`live boundary view on (http://\S+/)`).FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-	}()
-	var url string
-	select {
-	case url = <-urls:
-	case <-time.After(browsertest.Wait):
-		t.Fatal("harness ui --cluster printed no address")
-	}
+	url := browsertest.StartView(t, exec.Command(filepath.Join(c.bin, "harness"), "ui", "--cluster", c.dir, "--addr", "127.0.0.1:0"))
 	ctx := browsertest.Open(t, url)
 
 	manifest, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "csi", "pvc-pod.yaml"))

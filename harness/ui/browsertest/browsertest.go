@@ -4,11 +4,16 @@
 package browsertest
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +25,60 @@ import (
 // Wait bounds every wait on the page: generous, since the machine may be busy; no test asserts
 // how long anything took.
 const Wait = 3 * time.Minute
+
+// viewLine is what `harness ui`, `harness up --ui` and `harness cluster up --ui` print once the view
+// listens.
+var viewLine = regexp.MustCompile(`live boundary view on (http://\S+/)`)
+
+// StartView starts a harness command that serves the view (its --ui or --addr 127.0.0.1:0) and
+// returns the page's URL from what it prints; the command gets SIGTERM when the test ends.
+func StartView(t testing.TB, cmd *exec.Cmd) string {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("%s did not stop on SIGTERM", cmd.Path)
+		}
+	})
+	urls := make(chan string, 1)
+	var mu sync.Mutex
+	var lines []string
+	printed := func() string { mu.Lock(); defer mu.Unlock(); return strings.Join(lines, "\n") }
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			mu.Lock()
+			lines = append(lines, sc.Text())
+			mu.Unlock()
+			if m := viewLine.FindStringSubmatch(sc.Text()); m != nil {
+				urls <- m[1]
+			}
+		}
+		cmd.Wait()
+	}()
+	select {
+	case u := <-urls:
+		return u
+	case <-done:
+		t.Fatalf("%v exited before serving the view:\n%s", cmd.Args, printed())
+	case <-time.After(Wait):
+		t.Fatalf("%v printed no view address:\n%s", cmd.Args, printed())
+	}
+	return ""
+}
 
 // Chromium returns the browser binary, or skips the test saying why there is none.
 func Chromium(t testing.TB) string {

@@ -9,7 +9,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -17,7 +16,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,54 +34,12 @@ func repoRoot(t *testing.T) string {
 	return abs
 }
 
-var viewLine = regexp.MustCompile(`live boundary view on (http://\S+/)`)
-
 // upWithUI starts `harness up --dir DIR --ui 127.0.0.1:0` and returns the page's URL; the node
 // stops with the test.
 func upWithUI(t *testing.T, dir string) string {
 	t.Helper()
 	bin := testbin.Dir(t, "harness", "cni-fake")
-	cmd := exec.Command(filepath.Join(bin, "harness"), "up", "--dir", dir, "--follow=false", "--ui", "127.0.0.1:0")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			t.Error("harness up did not stop on SIGTERM")
-		}
-	})
-	urls := make(chan string, 1)
-	var lines []string
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-			if m := viewLine.FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-		cmd.Wait()
-	}()
-	select {
-	case u := <-urls:
-		return u
-	case <-done:
-		t.Fatalf("harness up exited before serving the view:\n%s", strings.Join(lines, "\n"))
-	case <-time.After(browsertest.Wait):
-		t.Fatalf("harness up printed no view address:\n%s", strings.Join(lines, "\n"))
-	}
-	return ""
+	return browsertest.StartView(t, exec.Command(filepath.Join(bin, "harness"), "up", "--dir", dir, "--follow=false", "--ui", "127.0.0.1:0"))
 }
 
 // run runs the harness binary from the repository root and returns its output and exit code.
