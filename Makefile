@@ -19,7 +19,7 @@ TOOL_BINS  := crictl critest csi-sanity cnitool portmap host-local bridge noop
 # The real CSI sidecars a cluster runs against csi-fake, pinned in harness/tools/sidecars/go.mod.
 SIDECAR_BINS := csi-provisioner csi-attacher csi-resizer csi-snapshotter snapshot-controller
 
-.PHONY: help build tools kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet e2e-ui ui-screenshots bench demo clean conformance-tools conformance
+.PHONY: help build tools kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet e2e-ui ui-screenshots bench demo clean fuzz fuzz-smoke soak conformance-tools conformance
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z0-9-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -227,6 +227,45 @@ conformance: deps build $(BIN)/portmap kubelet control-plane sidecars conformanc
 	report=$(CONFORMANCE_OUT)/junit_01.xml; test -f $$report || report=$(CONFORMANCE_OUT)/ginkgo-junit.xml; \
 	test -f $$report || { echo "no JUnit report: see $(CONFORMANCE_OUT)/e2e.log"; tail -20 $(CONFORMANCE_OUT)/e2e.log; exit 1; }; \
 	$(BIN)/harness conformance summary --max-specs 5 $$report | tee $(CONFORMANCE_OUT)/summary.txt
+
+# Go native fuzzing: every parser of outside input and the CRI and CSI handlers (package:target;
+# each target's seeds and testdata/fuzz corpus also run in plain `go test`). `make fuzz` runs each
+# for FUZZTIME; CI runs `make fuzz-smoke`, a few seconds each. A crasher is written to the
+# package's testdata/fuzz/<target>/ and fails the run: fix it and keep the file as a seed.
+FUZZ_TARGETS := \
+	cni-fake/plugin:FuzzParseConfig cni-fake/plugin:FuzzParseCNIArgs cni-fake/plugin:FuzzRun \
+	cni-fake/ipam:FuzzParseConfig cni-fake/ipam:FuzzLeaseFile \
+	cri-fake/network:FuzzCNIResult cri-fake/network:FuzzCachedResult cri-fake/network:FuzzConfFile \
+	cri-fake/network:FuzzCapabilityArgs cri-fake/network:FuzzPodCIDRs \
+	cri-fake/process:FuzzShellParse cri-fake/process:FuzzShell \
+	cri-fake/images:FuzzParseReference cri-fake/images:FuzzParseCatalog \
+	cri-fake/store:FuzzLoad cri-fake/server:FuzzCRI cri-fake/server:FuzzStateDir \
+	csi-fake/state:FuzzOpen csi-fake/server:FuzzCSI csi-fake/server:FuzzStateDir \
+	harness/fixtures:FuzzParse harness/faults/rules:FuzzParseJSON harness/faults/rules:FuzzGlob \
+	harness/scenario:FuzzParse harness/trace/event:FuzzRead harness/replay:FuzzScenario
+FUZZTIME ?= 30s
+FUZZ_SMOKE_TIME ?= 3s
+
+fuzz: ## run every fuzz target for FUZZTIME (default 30s each); a crasher lands in testdata/fuzz and fails
+	@fail=0; out=$$(mktemp); for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t#*:}; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel $${FUZZ_PARALLEL:-2} ./$$pkg/ >$$out 2>&1; rc=$$?; \
+		last=$$(grep '^fuzz: elapsed' $$out | tail -n 1); \
+		if [ $$rc -eq 0 ]; then echo "ok   $$pkg $$name: $${last#fuzz: }"; \
+		else fail=1; echo "FAIL $$pkg $$name"; grep -v '^fuzz: elapsed' $$out | tail -n 30; fi; \
+	done; rm -f $$out; exit $$fail
+
+fuzz-smoke: ## every fuzz target for FUZZ_SMOKE_TIME (3s; what CI runs)
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZ_SMOKE_TIME)
+
+# The long forms of the crash and bound tests `go test` runs briefly: SOAK_CYCLES kill -9 rounds of
+# cni-fake (8 concurrent ADDs a round) and csi-fake (4 concurrent clients, restart on the same
+# state), the issue's 40 ExecSync answers of 15 MB, and a 70 MB trace line (skipped under -race).
+SOAK_CYCLES ?= 300
+
+soak: ## kill -9 rounds of cni-fake and csi-fake under load (SOAK_CYCLES=300), the ExecSync flood, a 70 MB trace line
+	PLUGSIM_CRASH_CYCLES=$(SOAK_CYCLES) $(GO) test -count=1 -timeout 60m -v -run '^TestKill9' ./cni-fake/ ./csi-fake/
+	PLUGSIM_EXEC_FLOOD_CALLS=40 $(GO) test -count=1 -v -run '^TestExecSyncFloodStaysBounded$$' ./cri-fake/server/
+	$(GO) test -count=1 -v -run '^TestReadSurvivesAnyLine$$' ./harness/trace/
 
 DEMO_OUT := $(CURDIR)/demo-out
 

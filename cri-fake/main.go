@@ -7,13 +7,14 @@ package main
 import (
 	"flag"
 	"fmt"
-	"log"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 
 	"github.com/plugsim/plugsim/cri-fake/server"
+	"github.com/plugsim/plugsim/internal/fakeserver"
 )
 
 const usage = `cri-fake: a fake CRI runtime (runtime.v1 RuntimeService + ImageService) for testing kubelets and CRI clients.
@@ -49,6 +50,7 @@ Flags:
 func main() {
 	var (
 		opts        server.Options
+		serving     fakeserver.Flags
 		binDirs     string
 		handlers    string
 		showVersion bool
@@ -76,6 +78,7 @@ func main() {
 	fs.StringVar(&opts.FaultsFile, "faults", "", "YAML or JSON fault rules to apply from the start (format: cri-fake/README.md)")
 	fs.StringVar(&opts.StreamingAddr, "streaming-addr", "127.0.0.1:0", `host:port of the HTTP streaming server for exec, attach and port-forward sessions (crictl exec/attach/port-forward, kubectl through a kubelet); port 0 picks a free port; "none" serves none (those calls answer Unimplemented)`)
 	fs.StringVar(&opts.Caller, "caller", "kubelet", "name of the client side in trace events for calls from this process or an unidentifiable peer; calls from another process are named after it (/proc/<pid>/comm of the socket's peer: kubelet, crictl)")
+	serving.Register(fs)
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
 	fs.Parse(os.Args[1:])
 	if fs.NArg() > 0 {
@@ -88,30 +91,28 @@ func main() {
 	}
 	opts.CNIBinDirs = splitList(binDirs)
 	opts.RuntimeHandlers = splitList(handlers)
-	logger := log.New(os.Stderr, "cri-fake: ", log.LstdFlags)
-	opts.Logf = logger.Printf
+	opts.FaultSeed, opts.SocketMode, opts.AdminSocketMode, opts.SocketGroup = serving.FaultSeed, serving.SocketMode, serving.AdminSocketMode, serving.SocketGroup
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	opts.Log = log
 
 	srv, err := server.Start(opts)
 	if err != nil {
-		logger.Fatal(err)
+		log.Error("cannot start", "error", err)
+		os.Exit(1)
 	}
 	cni := opts.CNIConfDir
 	if cni == "" {
 		cni = "off (built-in allocator)"
 	}
-	logger.Printf("serving CRI on %s (images on %s); CNI conf dir: %s; netns: %s", srv.Endpoint(), srv.ImageEndpoint(), cni, opts.NetNS)
-	if srv.StreamingURL() != "" {
-		logger.Printf("streaming (exec, attach, port-forward) on %s", srv.StreamingURL())
-	}
-	if srv.AdminEndpoint() != "" {
-		logger.Printf("admin API on %s", srv.AdminEndpoint())
-	}
+	log.Info("cri-fake serving", "endpoint", srv.Endpoint(), "imageEndpoint", srv.ImageEndpoint(), "cniConfDir", cni, "netns", opts.NetNS,
+		"streaming", srv.StreamingURL(), "admin", srv.AdminEndpoint(), "faultSeed", srv.FaultSeed())
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	s := <-sig
-	logger.Printf("%s: shutting down", s)
+	log.Info("shutting down", "signal", s.String())
 	if err := srv.Close(); err != nil {
-		logger.Fatal(err)
+		log.Error("close", "error", err)
+		os.Exit(1)
 	}
 }
 

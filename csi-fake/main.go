@@ -18,6 +18,7 @@ import (
 
 	"github.com/plugsim/plugsim/csi-fake/driver"
 	"github.com/plugsim/plugsim/csi-fake/server"
+	"github.com/plugsim/plugsim/internal/fakeserver"
 )
 
 const usage = `csi-fake: a fake CSI driver (CSI spec v1.13.0) for testing kubelet, the CSI sidecars and CSI clients.
@@ -66,6 +67,7 @@ func run(args []string) error {
 	}
 	var (
 		opts        server.Options
+		serving     fakeserver.Flags
 		mode        = fs.String("mode", "all", "services to serve: all, controller (the controller Deployment) or node (the node DaemonSet)")
 		capacity    = fs.String("capacity", "1Ti", "storage capacity shared by all volumes (GetCapacity goes down as volumes are created)")
 		topology    = fs.String("topology", "", "extra topology of this node as key=value,... (topology.plugsim.dev/node=<node-id> is reported too, unless --node-topology=false)")
@@ -91,6 +93,7 @@ func run(args []string) error {
 	fs.StringVar(&opts.FaultsFile, "faults", "", "fault rules (YAML or JSON) to apply from the start")
 	fs.StringVar(&opts.FixturesFile, "fixtures", "", "YAML fixture file whose csi section (volumes with their attachments, staging and publications; snapshots) csi-fake holds when it starts, checked as the RPCs check them; with --state-dir, applied only when it has no state file yet (format: csi-fake/README.md, example: examples/fixtures/node.yaml)")
 	fs.StringVar(&opts.AdminSocket, "admin-socket", "", "serve the admin API (GET /trace, GET|POST|DELETE /faults) on this unix socket")
+	serving.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -101,6 +104,7 @@ func run(args []string) error {
 		fmt.Println("csi-fake", driver.Version)
 		return nil
 	}
+	opts.FaultSeed, opts.SocketMode, opts.AdminSocketMode, opts.SocketGroup = serving.FaultSeed, serving.SocketMode, serving.AdminSocketMode, serving.SocketGroup
 	opts.Mode = driver.Mode(*mode)
 	opts.Mount = driver.MountMode(*mount)
 	opts.NoAttach = !*attach

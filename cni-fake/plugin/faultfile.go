@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/plugsim/plugsim/harness/faults/rules"
+	"github.com/plugsim/plugsim/internal/atomicfile"
 )
 
 // FaultFile is a faultsFile that a test (or the harness) changes while cni-fake serves, with the
@@ -121,9 +122,5 @@ func (f FaultFile) update(change func(*rules.File) error) error {
 	if err != nil {
 		return err
 	}
-	tmp := f.Path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, f.Path)
+	return atomicfile.Write(f.Path, append(b, '\n'), 0o644)
 }

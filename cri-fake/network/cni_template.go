@@ -1,6 +1,7 @@
 package network
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"text/template"
+
+	"github.com/plugsim/plugsim/internal/atomicfile"
 )
 
 // ConfTemplateFileName is the file a rendered CNI config template is written to in the conf
@@ -75,10 +78,10 @@ func CheckConfTemplate(path string) error {
 }
 
 // renderConfTemplate executes the template into ConfTemplateFileName in confDir, replacing the
-// file atomically (a temporary file renamed over it), so the conf-dir reload never reads half a
-// config. The temporary file's name ends in random digits, not .conf/.conflist/.json: libcni's
-// file listing never picks it up.
-func renderConfTemplate(confDir, tmplPath string, data ConfTemplateData) (retErr error) {
+// file atomically (package atomicfile: a temporary file renamed over it), so the conf-dir reload
+// never reads half a config. The temporary file's name ends in random digits, not
+// .conf/.conflist/.json: libcni's file listing never picks it up.
+func renderConfTemplate(confDir, tmplPath string, data ConfTemplateData) error {
 	t, err := parseConfTemplate(tmplPath)
 	if err != nil {
 		return err
@@ -87,29 +90,11 @@ func renderConfTemplate(confDir, tmplPath string, data ConfTemplateData) (retErr
 		return fmt.Errorf("failed to create cni config directory: %q: %w", confDir, err)
 	}
 	target := filepath.Join(confDir, ConfTemplateFileName)
-	f, err := os.CreateTemp(confDir, ".tmp-"+ConfTemplateFileName)
-	if err != nil {
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
 		return fmt.Errorf("failed to generate cni config file %q: %w", target, err)
 	}
-	defer func() {
-		if retErr != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := t.Execute(f, data); err != nil {
-		return fmt.Errorf("failed to generate cni config file %q: %w", target, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fmt.Errorf("failed to generate cni config file %q: %w", target, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("failed to generate cni config file %q: %w", target, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("failed to generate cni config file %q: %w", target, err)
-	}
-	if err := os.Rename(f.Name(), target); err != nil {
+	if err := atomicfile.Write(target, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("failed to generate cni config file %q: %w", target, err)
 	}
 	return nil

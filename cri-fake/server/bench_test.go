@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crifake "k8s.io/cri-client/pkg/fake"
 
 	criruntime "github.com/plugsim/plugsim/cri-fake/runtime"
 	"github.com/plugsim/plugsim/internal/endpoint"
+	"github.com/plugsim/plugsim/internal/startupbench"
 )
 
 // The kubelet-style pod lifecycle (kuberuntime SyncPod then KillPod and GC), one pod per
@@ -298,28 +298,21 @@ func startFloor(b *testing.B) string {
 	return ep
 }
 
-// BenchmarkStartUp measures what a Go test waits for before its first call: a server started on a
-// fresh socket, a client connected and the first call (Version) answered; closing is outside the
-// timing. cri-fake runs with its zero Options, as a test starts it (a temporary directory, the
-// trace and fault interceptors, the built-in catalog, CNI off); the upstream fake,
+// BenchmarkStartUp measures what a Go test waits for before its first call (package
+// startupbench): cri-fake with its zero Options, as a test starts it (a temporary directory, the
+// trace and fault interceptors, the built-in catalog, CNI off), against the upstream fake,
 // k8s.io/cri-client/pkg/fake, as its own tests start it (NewFakeRemoteRuntime, Start on
-// GenerateEndpoint's socket in /tmp), in the same run. As in BenchmarkPodLifecycle, the ratio is
-// the median of per-round ratios over interleaved rounds, the order rotating, so the drift of a
-// shared machine cancels out. The sub-benchmarks' ns/op also count the world stops of
-// StopTimer and StartTimer (runtime.ReadMemStats) around each close; the rounds do not.
+// GenerateEndpoint's socket in /tmp), in the same run.
 func BenchmarkStartUp(b *testing.B) {
-	servers := []struct {
-		name  string
-		start func(b *testing.B) (ep string, stop func())
-	}{
-		{"cri-fake", func(b *testing.B) (string, func()) {
+	startupbench.Compare(b,
+		startupbench.Server{Name: "cri-fake", Start: func(b *testing.B) (string, func()) {
 			s, err := Start(Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			return s.Endpoint(), func() { s.Close() }
 		}},
-		{"cri-client-fake", func(b *testing.B) (string, func()) {
+		startupbench.Server{Name: "cri-client-fake", Start: func(b *testing.B) (string, func()) {
 			f := crifake.NewFakeRemoteRuntime()
 			ep, _ := crifake.GenerateEndpoint()
 			if err := f.Start(ep); err != nil {
@@ -329,60 +322,10 @@ func BenchmarkStartUp(b *testing.B) {
 			// it: the test that started the fake has to.
 			return ep, func() { f.Stop(); os.Remove(strings.TrimPrefix(ep, "unix://")) }
 		}},
-	}
-	ctx := context.Background()
-	// once starts a server, makes the first call and returns the time that took, then closes it.
-	once := func(b *testing.B, start func(*testing.B) (string, func())) time.Duration {
-		t0 := time.Now()
-		ep, stop := start(b)
-		conn, err := grpc.NewClient(ep, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := runtimeapi.NewRuntimeServiceClient(conn).Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
-			b.Fatal(err)
-		}
-		took := time.Since(t0)
-		b.StopTimer()
-		conn.Close()
-		stop()
-		b.StartTimer()
-		return took
-	}
-	for _, srv := range servers {
-		b.Run(srv.name, func(b *testing.B) {
-			for range b.N {
-				once(b, srv.start)
-			}
+		func(ctx context.Context, conn *grpc.ClientConn) error {
+			_, err := runtimeapi.NewRuntimeServiceClient(conn).Version(ctx, &runtimeapi.VersionRequest{})
+			return err
 		})
-	}
-	// Each round starts every server perRound times in turn, after a collection outside the
-	// timing: the garbage a batch leaves is collected during the batch that made it, not the one
-	// after it.
-	const rounds, perRound = 30, 20
-	times := map[string][]float64{}
-	for r := range rounds {
-		for k := range servers {
-			srv := servers[(r+k)%len(servers)]
-			runtime.GC()
-			var sum time.Duration
-			for range perRound {
-				sum += once(b, srv.start)
-			}
-			times[srv.name] = append(times[srv.name], float64(sum.Nanoseconds())/perRound)
-		}
-	}
-	median := func(xs []float64) float64 {
-		ys := slices.Clone(xs)
-		slices.Sort(ys)
-		return ys[len(ys)/2]
-	}
-	rs := make([]float64, rounds)
-	for r := range rs {
-		rs[r] = times["cri-fake"][r] / times["cri-client-fake"][r]
-	}
-	fmt.Printf("start-up to the first answered call (medians over %d interleaved rounds of %d): cri-fake %.2fms, cri-client fake %.2fms; cri-fake/upstream-fake = %.2fx\n",
-		rounds, perRound, median(times["cri-fake"])/1e6, median(times["cri-client-fake"])/1e6, median(rs))
 }
 
 // BenchmarkLargeNode loads 10,000 sandboxes and 30,000 running containers (the scale of a

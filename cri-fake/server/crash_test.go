@@ -20,20 +20,8 @@ func TestRestartSurvivesCrashingContainer(t *testing.T) {
 	ctx := context.Background()
 	state, root := t.TempDir(), t.TempDir()
 	s1, c := start(t, Options{StateDir: state, RootDir: root})
-	if _, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "busybox"}}); err != nil {
-		t.Fatal(err)
-	}
-	pod, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: podConfig("crashy")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctr, err := c.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod.PodSandboxId, Config: &runtimeapi.ContainerConfig{
-		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox"},
-		Command: []string{"sh", "-c", "echo started; sleep 100000"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
+	ctr := createContainer(t, c, "crashy", "sh", "-c", "echo started; sleep 100000")
+	if _, err := c.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr}); err != nil {
 		t.Fatal(err)
 	}
 	s1.Close()
@@ -50,7 +38,7 @@ func TestRestartSurvivesCrashingContainer(t *testing.T) {
 	var st *runtimeapi.ContainerStatus
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := c2.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ctr.ContainerId})
+		resp, err := c2.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ctr})
 		if err != nil {
 			t.Fatalf("the restarted server does not answer: %v", err)
 		}
@@ -75,7 +63,7 @@ func TestRestartSurvivesCrashingContainer(t *testing.T) {
 
 	// The exit was saved: the next restart does not run the command again.
 	_, c3 := start(t, Options{StateDir: state, RootDir: root, Launcher: crashing(), Logf: log.Logf})
-	resp, err := c3.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ctr.ContainerId})
+	resp, err := c3.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ctr})
 	if err != nil || resp.Status.State != runtimeapi.ContainerState_CONTAINER_EXITED || resp.Status.ExitCode != 139 {
 		t.Fatalf("third start: %v %v", resp, err)
 	}

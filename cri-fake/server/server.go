@@ -5,16 +5,18 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -33,11 +35,11 @@ import (
 	"github.com/plugsim/plugsim/cri-fake/network"
 	"github.com/plugsim/plugsim/cri-fake/runtime"
 	"github.com/plugsim/plugsim/cri-fake/store"
-	"github.com/plugsim/plugsim/harness/admin"
 	"github.com/plugsim/plugsim/harness/faults"
 	"github.com/plugsim/plugsim/harness/fixtures"
 	"github.com/plugsim/plugsim/harness/trace"
 	"github.com/plugsim/plugsim/internal/endpoint"
+	"github.com/plugsim/plugsim/internal/fakeserver"
 )
 
 // Options configure a cri-fake server. The zero value is a working in-process server: a socket
@@ -54,6 +56,12 @@ type Options struct {
 	ImageEndpoint string
 	// AdminSocket, when set, serves the admin API (trace and fault rules) on that unix socket.
 	AdminSocket string
+	// SocketMode is the mode of the CRI sockets (0: 0660); AdminSocketMode that of the admin
+	// socket (0: 0600, it can change what cri-fake does). SocketGroup (a group name or number)
+	// owns them all; empty leaves the process's group.
+	SocketMode      os.FileMode
+	AdminSocketMode os.FileMode
+	SocketGroup     string
 
 	// StateDir, when set, persists sandboxes, containers and images there and reloads them.
 	StateDir string
@@ -102,6 +110,11 @@ type Options struct {
 	// Faults are the fault rules; nil means the rules of FaultsFile, or none.
 	Faults     *faults.Set
 	FaultsFile string
+	// FaultSeed seeds the random choices of probabilistic rules; 0 means the faults file's seed,
+	// else a fresh random one. The seed is logged at start, reported by Server.FaultSeed, and
+	// recorded in the trace event of every call a rule faulted (attrs.faultSeed): start again with
+	// it and the same calls to repeat a run. A given Faults set keeps its own seed.
+	FaultSeed uint64
 
 	// Launcher starts container processes; nil means the process simulation
 	// (runtime.NewSimulated: cri-fake/process runs each container's command).
@@ -114,7 +127,9 @@ type Options struct {
 	// Unimplemented).
 	StreamingAddr string
 
-	// Logf receives diagnostics (default: discard).
+	// Log receives diagnostics as structured records (a recovered handler panic among them);
+	// Logf, when Log is nil, receives them as printf-style lines. Both nil: discarded.
+	Log  *slog.Logger
 	Logf func(format string, args ...any)
 }
 
@@ -122,20 +137,17 @@ type Options struct {
 type Server struct {
 	endpoint, imageEndpoint, adminEndpoint string
 
-	rec          *trace.Recorder
-	ownRec       bool
-	faults       *faults.Set
+	serving      *fakeserver.Scaffold // trace, faults, gRPC servers, admin API
+	log          *slog.Logger
 	runtime      *runtime.Service
 	images       *images.Service
-	grpc         []*grpc.Server
-	admin        *admin.Server
 	tmpDirs      []string
 	streaming    *http.Server
 	streamingURL string
 	preloading   atomic.Bool // the CNI calls now are a preload's
 	closeOnce    sync.Once
 	closeErr     error
-	wg           sync.WaitGroup
+	wg           sync.WaitGroup // the streaming server's goroutine
 }
 
 // Start builds and serves a cri-fake. When it returns without error the sockets accept calls.
@@ -147,68 +159,31 @@ func Start(opts Options) (_ *Server, retErr error) {
 		}
 	}()
 	logf := opts.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
+	switch {
+	case opts.Log != nil:
+		s.log, logf = opts.Log, fakeserver.Logf(opts.Log)
+	case logf != nil:
+		s.log = fakeserver.LogfLogger(logf)
+	default:
+		s.log, logf = slog.New(slog.DiscardHandler), func(string, ...any) {}
 	}
-	// With neither a root dir nor an endpoint given, one temporary directory holds both (the
-	// socket beside the root's netns, cni-cache and log directories): a directory fewer to make
-	// and remove, a tenth of the zero Options' start (BenchmarkStartUp).
-	tmpRoot := ""
-	if opts.RootDir == "" {
-		d, err := endpoint.MkdirTemp("cri-fake-", len("cri.sock"))
-		if err != nil {
-			return nil, err
-		}
-		s.tmpDirs = append(s.tmpDirs, d)
-		opts.RootDir, tmpRoot = d, d
+	tmpRoot, err := s.rootDir(&opts)
+	if err != nil {
+		return nil, err
 	}
-	if err := os.MkdirAll(opts.RootDir, 0o755); err != nil {
-		return nil, fmt.Errorf("root dir: %w", err)
+	if s.serving, err = fakeserver.New(fakeserver.Config{
+		Methods:  Methods(),
+		Recorder: opts.Recorder, TraceFile: opts.TraceFile, TraceCapacity: opts.TraceCapacity,
+		Faults: opts.Faults, FaultsFile: opts.FaultsFile, FaultSeed: opts.FaultSeed,
+		SocketMode: opts.SocketMode, AdminSocketMode: opts.AdminSocketMode, SocketGroup: opts.SocketGroup,
+		MaxMsgSize: fakeserver.CRIMaxMsgSize,
+		Log:        s.log,
+	}); err != nil {
+		return nil, err
 	}
-
-	// Trace and faults.
-	s.rec = opts.Recorder
-	if s.rec == nil {
-		r, err := trace.New(trace.Options{Capacity: opts.TraceCapacity, File: opts.TraceFile})
-		if err != nil {
-			return nil, err
-		}
-		s.rec, s.ownRec = r, true
-	}
-	s.faults = opts.Faults
-	// The set knows the methods served, so a rule naming another one is refused.
-	fopts := []faults.Option{faults.WithMethods(Methods()...), faults.WithGRPCCodes()}
-	if s.faults == nil && opts.FaultsFile != "" {
-		fs, err := faults.Load(opts.FaultsFile, fopts...)
-		if err != nil {
-			return nil, err
-		}
-		s.faults = fs
-	}
-	if s.faults == nil {
-		s.faults = faults.NewSet(uint64(time.Now().UnixNano()), fopts...)
-	}
-
-	fx := opts.Fixtures
-	if fx == nil && opts.FixturesFile != "" {
-		n, err := fixtures.Load(opts.FixturesFile)
-		if err != nil {
-			return nil, err
-		}
-		fx = &n.CRI
-		if fx.Empty() {
-			logf("fixtures %s: no cri section, nothing to preload", opts.FixturesFile)
-		}
-	}
-
-	// Images.
-	catalog := opts.Catalog
-	if catalog == nil && opts.ImageCatalog != "" {
-		c, err := images.LoadCatalog(opts.ImageCatalog)
-		if err != nil {
-			return nil, err
-		}
-		catalog = c
+	fx, err := loadFixtures(opts, logf)
+	if err != nil {
+		return nil, err
 	}
 	var fileState *store.FileState
 	if opts.StateDir != "" {
@@ -216,6 +191,75 @@ func Start(opts Options) (_ *Server, retErr error) {
 			return nil, fmt.Errorf("state dir: %w", err)
 		}
 		fileState = &store.FileState{Dir: opts.StateDir}
+	}
+	if s.images, err = newImages(opts, fileState, logf); err != nil {
+		return nil, err
+	}
+	if s.runtime, err = s.newRuntime(opts, fileState, logf); err != nil {
+		return nil, err
+	}
+	loaded, err := s.restore(opts.StateDir, fileState, logf)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.preload(s.runtime, fx, fileState, loaded, logf); err != nil {
+		return nil, err
+	}
+	if err := s.serveCRI(opts, tmpRoot); err != nil {
+		return nil, err
+	}
+	if opts.AdminSocket != "" {
+		if s.adminEndpoint, err = s.serving.ServeAdmin(opts.AdminSocket); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// rootDir makes the root directory. With neither a root dir nor an endpoint given, one temporary
+// directory holds both (the socket beside the root's netns, cni-cache and log directories): a
+// directory fewer to make and remove, a tenth of the zero Options' start (BenchmarkStartUp). It
+// returns that directory ("" when the root dir was given).
+func (s *Server) rootDir(opts *Options) (tmpRoot string, err error) {
+	if opts.RootDir == "" {
+		d, err := endpoint.MkdirTemp("cri-fake-", len("cri.sock"))
+		if err != nil {
+			return "", err
+		}
+		s.tmpDirs = append(s.tmpDirs, d)
+		opts.RootDir, tmpRoot = d, d
+	}
+	if err := os.MkdirAll(opts.RootDir, 0o755); err != nil {
+		return "", fmt.Errorf("root dir: %w", err)
+	}
+	return tmpRoot, nil
+}
+
+// loadFixtures returns the fixtures to preload: the options' own, or FixturesFile's cri section.
+func loadFixtures(opts Options, logf func(string, ...any)) (*fixtures.CRI, error) {
+	if opts.Fixtures != nil || opts.FixturesFile == "" {
+		return opts.Fixtures, nil
+	}
+	n, err := fixtures.Load(opts.FixturesFile)
+	if err != nil {
+		return nil, err
+	}
+	if n.CRI.Empty() {
+		logf("fixtures %s: no cri section, nothing to preload", opts.FixturesFile)
+	}
+	return &n.CRI, nil
+}
+
+// newImages builds the image service over the catalog; with a state dir, every change of the
+// image store is saved.
+func newImages(opts Options, fileState *store.FileState, logf func(string, ...any)) (*images.Service, error) {
+	catalog := opts.Catalog
+	if catalog == nil && opts.ImageCatalog != "" {
+		c, err := images.LoadCatalog(opts.ImageCatalog)
+		if err != nil {
+			return nil, err
+		}
+		catalog = c
 	}
 	var imgSvc *images.Service
 	imgOpts := images.Options{Catalog: catalog, FSPath: opts.RootDir}
@@ -236,49 +280,52 @@ func Start(opts Options) (_ *Server, retErr error) {
 		}
 	}
 	imgSvc = images.NewService(imgOpts)
-	s.images = imgSvc
+	return imgSvc, nil
+}
 
-	// Network.
-	caller := opts.Caller
-	if caller == "" {
-		caller = "kubelet"
-	}
-	var netPlugin network.Plugin
+// newNetwork returns the CNI plugin of the options (nil: CNI off, the built-in allocator) and the
+// CNI binary directories.
+func (s *Server) newNetwork(opts Options, logf func(string, ...any)) (network.Plugin, []string, error) {
 	binDirs := opts.CNIBinDirs
 	if len(binDirs) == 0 {
 		binDirs = []string{"/opt/cni/bin"}
 	}
 	if opts.CNIConfTemplate != "" {
 		if opts.CNIConfDir == "" {
-			return nil, errors.New("a CNI config template needs a CNI conf dir to render into (CNI is off)")
+			return nil, nil, errors.New("a CNI config template needs a CNI conf dir to render into (CNI is off)")
 		}
 		if err := network.CheckConfTemplate(opts.CNIConfTemplate); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	if opts.CNIConfDir != "" {
-		netPlugin = network.NewCNI(network.CNIOptions{
-			ConfDir:      opts.CNIConfDir,
-			BinDirs:      binDirs,
-			CacheDir:     filepath.Join(opts.RootDir, "cni-cache"),
-			Exec:         opts.CNIExec,
-			ConfTemplate: opts.CNIConfTemplate,
-			Logf:         logf,
-			Observe:      s.observeCNI,
-		})
+	if opts.CNIConfDir == "" {
+		return nil, binDirs, nil
 	}
-	netnsMode := opts.NetNS
-	if netnsMode == "" {
-		netnsMode = network.NetNSPlaceholder
+	return network.NewCNI(network.CNIOptions{
+		ConfDir:      opts.CNIConfDir,
+		BinDirs:      binDirs,
+		CacheDir:     filepath.Join(opts.RootDir, "cni-cache"),
+		Exec:         opts.CNIExec,
+		ConfTemplate: opts.CNIConfTemplate,
+		Logf:         logf,
+		Observe:      s.observeCNI,
+	}), binDirs, nil
+}
+
+// newRuntime builds the runtime service over the images and the network, and the streaming server
+// its Exec, Attach and PortForward hand out (unless the options bring their own, or none).
+func (s *Server) newRuntime(opts Options, fileState *store.FileState, logf func(string, ...any)) (*runtime.Service, error) {
+	netPlugin, binDirs, err := s.newNetwork(opts, logf)
+	if err != nil {
+		return nil, err
 	}
+	netnsMode := cmp.Or(opts.NetNS, network.NetNSPlaceholder)
 	if netnsMode != network.NetNSPlaceholder && netnsMode != network.NetNSReal {
 		return nil, fmt.Errorf("netns mode %q: want %q or %q", netnsMode, network.NetNSPlaceholder, network.NetNSReal)
 	}
 	if netnsMode == network.NetNSReal && os.Geteuid() != 0 {
 		return nil, errors.New("--netns=real needs root (it creates network namespaces)")
 	}
-
-	// Runtime.
 	info := map[string]any{"stateDir": opts.StateDir, "imageCatalog": opts.ImageCatalog}
 	if opts.CNIConfDir != "" {
 		info["cni"] = map[string]any{"confDir": opts.CNIConfDir, "binDirs": binDirs, "confTemplate": opts.CNIConfTemplate}
@@ -295,7 +342,7 @@ func Start(opts Options) (_ *Server, retErr error) {
 		RootDir:         opts.RootDir,
 		RuntimeHandlers: opts.RuntimeHandlers,
 		CgroupDriver:    opts.CgroupDriver,
-		Images:          imgSvc,
+		Images:          s.images,
 		Network:         netPlugin,
 		NetNS:           network.NetNSManager{Dir: filepath.Join(opts.RootDir, "netns"), Mode: netnsMode},
 		Launcher:        opts.Launcher,
@@ -307,53 +354,52 @@ func Start(opts Options) (_ *Server, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	s.runtime = rt
 	if lazy != nil {
-		if err := s.startStreaming(opts.StreamingAddr, lazy); err != nil {
+		if err := s.startStreaming(opts.StreamingAddr, rt, lazy); err != nil {
+			rt.Close()
 			return nil, err
 		}
 	}
-	var loaded store.Loaded
-	if fileState != nil {
-		if loaded, err = fileState.Load(); err != nil {
-			return nil, err
-		}
-		for _, r := range loaded.Images {
-			cfg := findByID(imgSvc.Catalog(), r.ID)
-			if cfg == nil && len(r.Config) > 0 {
-				cfg = &images.CatalogImage{}
-				if err := json.Unmarshal(r.Config, cfg); err != nil {
-					return nil, fmt.Errorf("state file %s: image %s: %w", filepath.Join(opts.StateDir, "images.json"), r.ID, err)
-				}
-			}
-			if cfg == nil {
-				logf("restore image %s: not in the catalog any more; dropping it", r.ID)
-				continue
-			}
-			imgSvc.Store().Restore(images.Image{ID: r.ID, RepoTags: r.RepoTags, RepoDigests: r.RepoDigests, Pinned: r.Pinned, Config: cfg})
-		}
-		rt.Restore(context.Background(), loaded)
-	}
-	if err := s.preload(rt, fx, fileState, loaded, logf); err != nil {
-		return nil, err
-	}
+	return rt, nil
+}
 
-	// gRPC.
+// restore reloads the images, sandboxes and containers saved in the state dir.
+func (s *Server) restore(stateDir string, fileState *store.FileState, logf func(string, ...any)) (store.Loaded, error) {
+	if fileState == nil {
+		return store.Loaded{}, nil
+	}
+	loaded, err := fileState.Load()
+	if err != nil {
+		return loaded, err
+	}
+	for _, r := range loaded.Images {
+		cfg := findByID(s.images.Catalog(), r.ID)
+		if cfg == nil && len(r.Config) > 0 {
+			cfg = &images.CatalogImage{}
+			if err := json.Unmarshal(r.Config, cfg); err != nil {
+				return loaded, fmt.Errorf("state file %s: image %s: %w", filepath.Join(stateDir, "images.json"), r.ID, err)
+			}
+		}
+		if cfg == nil {
+			logf("restore image %s: not in the catalog any more; dropping it", r.ID)
+			continue
+		}
+		s.images.Store().Restore(images.Image{ID: r.ID, RepoTags: r.RepoTags, RepoDigests: r.RepoDigests, Pinned: r.Pinned, Config: cfg})
+	}
+	s.runtime.Restore(context.Background(), loaded)
+	return loaded, nil
+}
+
+// serveCRI serves the RuntimeService and ImageService on the endpoint (the ImageService on its own
+// socket when ImageEndpoint names another), behind the trace and fault interceptors.
+func (s *Server) serveCRI(opts Options, tmpRoot string) error {
+	caller := cmp.Or(opts.Caller, "kubelet")
 	boundary := trace.Boundary{Interface: trace.CRI, Caller: caller, Callee: "cri-fake"}
+	rec, fs := s.serving.Recorder(), s.serving.Faults()
 	newGRPC := func() *grpc.Server {
-		return grpc.NewServer(
-			// The fault rules run inside the trace, so an injected fault is what the trace shows.
-			grpc.UnaryInterceptor(s.rec.UnaryServerInterceptorWith(boundary, s.faults)),
-			grpc.ChainStreamInterceptor(s.rec.StreamServerInterceptor(boundary), s.faults.StreamServerInterceptor()),
-			grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20),
-			// Calls run on a few long-lived worker goroutines instead of a new goroutine per
-			// call, whose stack would grow (and be copied) through the interceptors and the
-			// handler on every call: about a tenth of a kubelet-style pod lifecycle over the
-			// socket (BenchmarkPodLifecycle, A/B interleaved). When every worker is busy (a
-			// GetContainerEvents stream holds one for its whole life), gRPC starts a goroutine
-			// for the call as it does without workers.
-			grpc.NumStreamWorkers(uint32(max(4, goruntime.GOMAXPROCS(0)))),
-		)
+		// The fault rules run inside the trace, so an injected fault is what the trace shows.
+		return s.serving.NewGRPC([]grpc.UnaryServerInterceptor{rec.UnaryServerInterceptorWith(boundary, fs)},
+			[]grpc.StreamServerInterceptor{rec.StreamServerInterceptor(boundary), fs.StreamServerInterceptor()})
 	}
 	l := opts.Listener
 	if l == nil {
@@ -363,44 +409,35 @@ func Start(opts Options) (_ *Server, retErr error) {
 		} else if ep == "" {
 			d, err := endpoint.MkdirTemp("cri-fake-", len("cri.sock"))
 			if err != nil {
-				return nil, err
+				return err
 			}
 			s.tmpDirs = append(s.tmpDirs, d)
 			ep = endpoint.URL(filepath.Join(d, "cri.sock"))
 		}
-		if l, err = endpoint.Listen(ep); err != nil {
-			return nil, err
+		var err error
+		if l, err = s.serving.Listen(ep); err != nil {
+			return err
 		}
 	}
 	s.endpoint = endpoint.URL(l.Addr().String())
 	main := newGRPC()
-	runtimeapi.RegisterRuntimeServiceServer(main, rt)
+	runtimeapi.RegisterRuntimeServiceServer(main, s.runtime)
 	s.imageEndpoint = s.endpoint
 	if opts.ImageEndpoint != "" && opts.ImageEndpoint != opts.Endpoint {
-		il, err := endpoint.Listen(opts.ImageEndpoint)
+		il, err := s.serving.Listen(opts.ImageEndpoint)
 		if err != nil {
 			l.Close()
-			return nil, err
+			return err
 		}
 		img := newGRPC()
-		runtimeapi.RegisterImageServiceServer(img, imgSvc)
+		runtimeapi.RegisterImageServiceServer(img, s.images)
 		s.imageEndpoint = endpoint.URL(il.Addr().String())
-		s.serve(img, il)
+		s.serving.Serve(img, il)
 	} else {
-		runtimeapi.RegisterImageServiceServer(main, imgSvc)
+		runtimeapi.RegisterImageServiceServer(main, s.images)
 	}
-	s.serve(main, l)
-
-	if opts.AdminSocket != "" {
-		a, err := admin.Serve(opts.AdminSocket, s.rec, s.faults)
-		if err != nil {
-			return nil, err
-		}
-		s.admin = a
-		p, _ := endpoint.Parse(opts.AdminSocket)
-		s.adminEndpoint = endpoint.URL(p)
-	}
-	return s, nil
+	s.serving.Serve(main, l)
+	return nil
 }
 
 // preload applies the fixtures before anything is served. A state directory is seeded once: when
@@ -459,18 +496,6 @@ func findByID(c *images.Catalog, id string) *images.CatalogImage {
 	return nil
 }
 
-// serve serves g on l; each connection is named after the process that made it (the kubelet,
-// crictl), which is what the trace records as the caller (trace.PeerListener).
-func (s *Server) serve(g *grpc.Server, l net.Listener) {
-	s.grpc = append(s.grpc, g)
-	s.wg.Add(1)
-	l = trace.PeerListener(l)
-	go func() {
-		defer s.wg.Done()
-		g.Serve(l)
-	}()
-}
-
 // observeCNI records each CNI ADD/DEL cri-fake makes as a CNI trace event (cri-fake → plugin).
 func (s *Server) observeCNI(verb string, pod network.Pod, list *libcni.NetworkConfigList, rt *libcni.RuntimeConf, res cnitypes.Result, err error, took time.Duration) {
 	ev := trace.Event{
@@ -508,7 +533,7 @@ func (s *Server) observeCNI(verb string, pod network.Pod, list *libcni.NetworkCo
 			e.Response, _ = json.Marshal(res)
 		}
 	})
-	s.rec.Record(ev)
+	s.serving.Recorder().Record(ev)
 }
 
 func pluginTypes(list *libcni.NetworkConfigList) string {
@@ -532,10 +557,14 @@ func (s *Server) ImageEndpoint() string { return s.imageEndpoint }
 func (s *Server) AdminEndpoint() string { return s.adminEndpoint }
 
 // Recorder is the trace of every call served.
-func (s *Server) Recorder() *trace.Recorder { return s.rec }
+func (s *Server) Recorder() *trace.Recorder { return s.serving.Recorder() }
 
 // Faults are the fault rules applied to every call; change them at any time.
-func (s *Server) Faults() *faults.Set { return s.faults }
+func (s *Server) Faults() *faults.Set { return s.serving.Faults() }
+
+// FaultSeed is the seed of the fault rules' random choices (Options.FaultSeed, the faults file's
+// seed, or the random one chosen at start): start with it to repeat a run.
+func (s *Server) FaultSeed() uint64 { return s.serving.Faults().Seed() }
 
 // Methods are the full names of the methods cri-fake serves (runtime.v1 RuntimeService and
 // ImageService), which its fault rules may name.
@@ -554,26 +583,14 @@ func (s *Server) Images() *images.Service { return s.images }
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		if s.runtime != nil {
-			s.runtime.Close() // ends GetContainerEvents streams, so GracefulStop does not wait on them
+			s.runtime.Close() // ends GetContainerEvents streams, so the graceful stop does not wait on them
 		}
 		if s.streaming != nil {
 			s.streaming.Close() // and every exec, attach and port-forward session
 		}
-		for _, g := range s.grpc {
-			done := make(chan struct{})
-			go func() { g.GracefulStop(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(2 * time.Second):
-				g.Stop()
-			}
-		}
 		s.wg.Wait()
-		if s.admin != nil {
-			s.admin.Close()
-		}
-		if s.ownRec && s.rec != nil {
-			s.closeErr = s.rec.Close()
+		if s.serving != nil {
+			s.closeErr = s.serving.Close()
 		}
 		for _, d := range s.tmpDirs {
 			// Real network namespaces of sandboxes never stopped are bind mounts under the root
@@ -642,7 +659,12 @@ func (l *lazyStreaming) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // startStreaming serves k8s.io/cri-streaming's server over the runtime's processes on addr (the
 // URL clients get from Exec, Attach and PortForward names the port actually bound). The port is
 // bound now, so the URL is known; the server behind it is built on first use (lazyStreaming).
-func (s *Server) startStreaming(addr string, into *lazyStreaming) error {
+//
+// As containerd's (stream_server_address 127.0.0.1 by default), it listens on loopback unless
+// told otherwise, and each URL carries a single-use token (cri-streaming's request cache: 8
+// characters from crypto/rand, valid for a minute, consumed by the first request), so a process
+// that can reach the port but was not handed the URL cannot open a session.
+func (s *Server) startStreaming(addr string, rt *runtime.Service, into *lazyStreaming) error {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
@@ -650,10 +672,13 @@ func (s *Server) startStreaming(addr string, into *lazyStreaming) error {
 	if err != nil {
 		return fmt.Errorf("streaming server: %w", err)
 	}
+	if ap, err := netip.ParseAddrPort(l.Addr().String()); err == nil && !ap.Addr().IsLoopback() {
+		s.log.Warn("the streaming server listens beyond loopback, as --streaming-addr asked: whoever reaches it with a session URL can exec into containers", "addr", l.Addr().String())
+	}
 	cfg := streaming.DefaultConfig
 	cfg.Addr = l.Addr().String()
 	cfg.BaseURL = &url.URL{Scheme: "http", Host: l.Addr().String()}
-	sessions := s.runtime.SessionRuntime()
+	sessions := rt.SessionRuntime()
 	into.build = func() (streaming.Server, error) {
 		srv, err := streaming.NewServer(cfg, sessions)
 		if err != nil {

@@ -454,22 +454,11 @@ func TestStreamingServerBuiltOnFirstUse(t *testing.T) {
 	if code := get(s.StreamingURL() + "/exec/nope"); code != http.StatusNotFound {
 		t.Fatalf("unknown session: HTTP %d, want 404", code)
 	}
-	if _, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "busybox"}}); err != nil {
+	ctr := createContainer(t, c, "p", "sleep", "3600")
+	if _, err := c.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr}); err != nil {
 		t.Fatal(err)
 	}
-	pod, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: podConfig("p")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctr, err := c.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod.PodSandboxId, Config: &runtimeapi.ContainerConfig{
-		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox"}, Command: []string{"sleep", "3600"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
-		t.Fatal(err)
-	}
-	ex, err := c.rt.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: ctr.ContainerId, Cmd: []string{"true"}, Stdout: true})
+	ex, err := c.rt.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: ctr, Cmd: []string{"true"}, Stdout: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/internal/atomicfile"
 )
 
 // FileState persists sandboxes, containers and images under a state directory, one JSON file per
@@ -67,28 +69,13 @@ type ImageRecord struct {
 
 func (f FileState) path(kind, id string) string { return filepath.Join(f.Dir, kind, id+".json") }
 
-// writeAtomic writes data to path through a temporary file, fsync and rename.
+// writeAtomic writes data to path (mode 0600) through package atomicfile, making its directory
+// (sandboxes/, containers/) on first use.
 func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, data, 0o600)
 }
 
 func pj(m proto.Message) (json.RawMessage, error) {

@@ -6,8 +6,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -16,7 +14,8 @@ import (
 	"github.com/kubernetes-csi/csi-test/v5/driver"
 	"go.uber.org/mock/gomock"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/plugsim/plugsim/internal/startupbench"
 )
 
 // emptyDriver answers the nine lifecycle RPCs with empty responses: the floor any CSI driver
@@ -192,89 +191,38 @@ func benchLifecycle(b *testing.B, base string) {
 	}
 }
 
-// BenchmarkStartUp measures what a Go test waits for before its first call: a driver started on a
-// fresh socket, a client connected and the first call (Probe) answered; closing is outside the
-// timing. csi-fake runs with its zero Options but a node ID (a temporary directory, state in
-// memory, the trace and fault interceptors); csi-test's gomock driver, the usual CSI mock, as
-// its users start it (driver.NewMockCSIDriver over gomock's Identity, Controller and Node mocks,
-// StartOnAddress on a unix socket), with Probe expected. The ratio is the median of per-round
-// ratios over interleaved rounds, as in cri-fake's BenchmarkStartUp.
+// BenchmarkStartUp measures what a Go test waits for before its first call (package
+// startupbench): csi-fake with its zero Options but a node ID (a temporary directory, state in
+// memory, the trace and fault interceptors), against csi-test's gomock driver, the usual CSI mock,
+// as its users start it (driver.NewMockCSIDriver over gomock's Identity, Controller and Node mocks,
+// StartOnAddress on a unix socket), with Probe expected, in the same run.
 func BenchmarkStartUp(b *testing.B) {
 	dir := b.TempDir()
-	servers := []struct {
-		name  string
-		start func(b *testing.B, i int) (ep string, stop func())
-	}{
-		{"csi-fake", func(b *testing.B, _ int) (string, func()) {
+	n := 0
+	startupbench.Compare(b,
+		startupbench.Server{Name: "csi-fake", Start: func(b *testing.B) (string, func()) {
 			s, err := Start(Options{NodeID: "node-1"})
 			if err != nil {
 				b.Fatal(err)
 			}
 			return s.Endpoint(), func() { s.Close() }
 		}},
-		{"csi-test-mock", func(b *testing.B, i int) (string, func()) {
+		startupbench.Server{Name: "csi-test-mock", Start: func(b *testing.B) (string, func()) {
 			ctrl := gomock.NewController(b)
 			identity := driver.NewMockIdentityServer(ctrl)
 			identity.EXPECT().Probe(gomock.Any(), gomock.Any()).Return(&csi.ProbeResponse{}, nil)
 			d := driver.NewMockCSIDriver(&driver.MockCSIDriverServers{
 				Identity: identity, Controller: driver.NewMockControllerServer(ctrl), Node: driver.NewMockNodeServer(ctrl),
 			})
-			sock := filepath.Join(dir, strconv.Itoa(i)+".sock")
+			n++
+			sock := filepath.Join(dir, strconv.Itoa(n)+".sock")
 			if err := d.StartOnAddress("unix", sock); err != nil {
 				b.Fatal(err)
 			}
 			return "unix://" + sock, d.Stop
 		}},
-	}
-	ctx := context.Background()
-	n := 0
-	once := func(b *testing.B, start func(*testing.B, int) (string, func())) time.Duration {
-		n++
-		t0 := time.Now()
-		ep, stop := start(b, n)
-		conn, err := grpc.NewClient(ep, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := csi.NewIdentityClient(conn).Probe(ctx, &csi.ProbeRequest{}); err != nil {
-			b.Fatal(err)
-		}
-		took := time.Since(t0)
-		b.StopTimer()
-		conn.Close()
-		stop()
-		b.StartTimer()
-		return took
-	}
-	for _, srv := range servers {
-		b.Run(srv.name, func(b *testing.B) {
-			for range b.N {
-				once(b, srv.start)
-			}
+		func(ctx context.Context, conn *grpc.ClientConn) error {
+			_, err := csi.NewIdentityClient(conn).Probe(ctx, &csi.ProbeRequest{})
+			return err
 		})
-	}
-	const rounds, perRound = 30, 20
-	times := map[string][]float64{}
-	for r := range rounds {
-		for k := range servers {
-			srv := servers[(r+k)%len(servers)]
-			runtime.GC()
-			var sum time.Duration
-			for range perRound {
-				sum += once(b, srv.start)
-			}
-			times[srv.name] = append(times[srv.name], float64(sum.Nanoseconds())/perRound)
-		}
-	}
-	median := func(xs []float64) float64 {
-		ys := slices.Clone(xs)
-		slices.Sort(ys)
-		return ys[len(ys)/2]
-	}
-	rs := make([]float64, rounds)
-	for r := range rs {
-		rs[r] = times["csi-fake"][r] / times["csi-test-mock"][r]
-	}
-	fmt.Printf("start-up to the first answered call (medians over %d interleaved rounds of %d): csi-fake %.2fms, csi-test gomock driver %.2fms; csi-fake/mock = %.2fx\n",
-		rounds, perRound, median(times["csi-fake"])/1e6, median(times["csi-test-mock"])/1e6, median(rs))
 }

@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 	"sync"
 
@@ -25,11 +24,11 @@ import (
 
 	"github.com/plugsim/plugsim/csi-fake/driver"
 	"github.com/plugsim/plugsim/csi-fake/state"
-	"github.com/plugsim/plugsim/harness/admin"
 	"github.com/plugsim/plugsim/harness/faults"
 	"github.com/plugsim/plugsim/harness/fixtures"
 	"github.com/plugsim/plugsim/harness/trace"
 	"github.com/plugsim/plugsim/internal/endpoint"
+	"github.com/plugsim/plugsim/internal/fakeserver"
 )
 
 // DefaultPluginRegistryDir is where the kubelet's plugin watcher looks for registration sockets.
@@ -89,8 +88,19 @@ type Options struct {
 	// Faults are the fault rules; nil means a new set (loaded from FaultsFile, if set).
 	Faults     *faults.Set
 	FaultsFile string
+	// FaultSeed seeds the random choices of probabilistic rules; 0 means the faults file's seed,
+	// else a fresh random one. The seed is logged at start, reported by Server.FaultSeed, and
+	// recorded in the trace event of every call a rule faulted (attrs.faultSeed): start again with
+	// it and the same calls to repeat a run. A given Faults set keeps its own seed.
+	FaultSeed uint64
 	// AdminSocket, when set, serves the admin HTTP API (trace and faults) there.
 	AdminSocket string
+	// SocketMode is the mode of the CSI sockets (0: 0660); AdminSocketMode that of the admin
+	// socket (0: 0600). SocketGroup (a group name or number) owns them; empty leaves the
+	// process's group. The registration socket stays 0600, as node-driver-registrar's.
+	SocketMode      os.FileMode
+	AdminSocketMode os.FileMode
+	SocketGroup     string
 
 	// Log receives the server's messages; nil discards them.
 	Log *slog.Logger
@@ -104,15 +114,10 @@ type Server struct {
 	opts      Options
 	log       *slog.Logger
 	drv       *driver.Driver
-	rec       *trace.Recorder
-	ownRec    bool
-	faults    *faults.Set
-	grpcs     []*grpc.Server
+	serving   *fakeserver.Scaffold // trace, faults, gRPC servers, admin API
 	endpoints []string
 	regEP     string
-	admin     *admin.Server
 	tmpDirs   []string
-	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -190,25 +195,15 @@ func Start(opts Options) (_ *Server, retErr error) {
 		return nil, err
 	}
 
-	// Trace and faults.
-	s.rec = opts.Recorder
-	if s.rec == nil {
-		if s.rec, err = trace.New(trace.Options{Capacity: opts.TraceCapacity, File: opts.TraceFile}); err != nil {
-			return nil, err
-		}
-		s.ownRec = true
-	}
-	s.faults = opts.Faults
-	if s.faults == nil {
-		// The set knows the methods served, so a rule naming another one is refused.
-		fopts := []faults.Option{faults.WithMethods(Methods()...), faults.WithGRPCCodes()}
-		if opts.FaultsFile != "" {
-			if s.faults, err = faults.Load(opts.FaultsFile, fopts...); err != nil {
-				return nil, err
-			}
-		} else {
-			s.faults = faults.NewSet(1, fopts...)
-		}
+	if s.serving, err = fakeserver.New(fakeserver.Config{
+		Methods:  Methods(),
+		Recorder: opts.Recorder, TraceFile: opts.TraceFile, TraceCapacity: opts.TraceCapacity,
+		Faults: opts.Faults, FaultsFile: opts.FaultsFile, FaultSeed: opts.FaultSeed,
+		SocketMode: opts.SocketMode, AdminSocketMode: opts.AdminSocketMode, SocketGroup: opts.SocketGroup,
+		MaxMsgSize: fakeserver.CSIMaxMsgSize,
+		Log:        log,
+	}); err != nil {
+		return nil, err
 	}
 
 	s.drv, err = driver.New(driver.Config{
@@ -259,13 +254,13 @@ func Start(opts Options) (_ *Server, retErr error) {
 		}
 	}
 	if opts.AdminSocket != "" {
-		if s.admin, err = admin.Serve(opts.AdminSocket, s.rec, s.faults); err != nil {
+		if _, err = s.serving.ServeAdmin(opts.AdminSocket); err != nil {
 			return nil, err
 		}
 	}
 	log.Info("csi-fake serving", "endpoint", opts.Endpoint, "controllerEndpoint", opts.ControllerEndpoint,
 		"mode", s.drv.Config().Mode, "driver", opts.DriverName, "node", opts.NodeID, "mount", s.drv.Config().Mount,
-		"state", statePath, "registration", s.regEP)
+		"state", statePath, "registration", s.regEP, "faultSeed", s.FaultSeed())
 	return s, nil
 }
 
@@ -286,23 +281,24 @@ func MemoryTempDir() string {
 }
 
 // interceptors: the trace first (outermost, so it records injected faults too), then faults.
-// A call from another process is recorded with that process's name (serve); for the others (an
-// in-process client) Node and Identity calls are taken as the kubelet's, the rest as the CO's
-// controller sidecars'.
-func (s *Server) interceptors(iface string) grpc.ServerOption {
+// A call from another process is recorded with that process's name (trace.PeerListener); for the
+// others (an in-process client) Node and Identity calls are taken as the kubelet's, the rest as the
+// CO's controller sidecars'.
+func (s *Server) interceptors(iface string) []grpc.UnaryServerInterceptor {
 	name := "csi-fake"
+	rec, fs := s.serving.Recorder(), s.serving.Faults()
 	if iface == trace.Registration {
-		node := s.rec.UnaryServerInterceptor(trace.Boundary{Interface: iface, Caller: "kubelet", Callee: name})
-		return grpc.ChainUnaryInterceptor(node, s.logCalls, s.faults.UnaryServerInterceptor())
+		node := rec.UnaryServerInterceptor(trace.Boundary{Interface: iface, Caller: "kubelet", Callee: name})
+		return []grpc.UnaryServerInterceptor{node, s.logCalls, fs.UnaryServerInterceptor()}
 	}
 	// Without call logging the fault rules run inside the trace interceptor itself, which saves
 	// the closure gRPC's interceptor chain allocates on every call.
 	var inner trace.Injector
 	if !s.opts.LogCalls {
-		inner = s.faults
+		inner = fs
 	}
-	node := s.rec.UnaryServerInterceptorWith(trace.Boundary{Interface: iface, Caller: "kubelet", Callee: name}, inner)
-	ctrl := s.rec.UnaryServerInterceptorWith(trace.Boundary{Interface: iface, Caller: "csi-controller", Callee: name}, inner)
+	node := rec.UnaryServerInterceptorWith(trace.Boundary{Interface: iface, Caller: "kubelet", Callee: name}, inner)
+	ctrl := rec.UnaryServerInterceptorWith(trace.Boundary{Interface: iface, Caller: "csi-controller", Callee: name}, inner)
 	byService := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if strings.HasPrefix(info.FullMethod, "/csi.v1.Node/") || strings.HasPrefix(info.FullMethod, "/csi.v1.Identity/") {
 			return node(ctx, req, info, h)
@@ -310,9 +306,9 @@ func (s *Server) interceptors(iface string) grpc.ServerOption {
 		return ctrl(ctx, req, info, h)
 	}
 	if s.opts.LogCalls {
-		return grpc.ChainUnaryInterceptor(byService, s.logCalls, s.faults.UnaryServerInterceptor())
+		return []grpc.UnaryServerInterceptor{byService, s.logCalls, fs.UnaryServerInterceptor()}
 	}
-	return grpc.UnaryInterceptor(byService)
+	return []grpc.UnaryServerInterceptor{byService}
 }
 
 // logCalls logs each call (installed only when Options.LogCalls is set).
@@ -324,18 +320,14 @@ func (s *Server) logCalls(ctx context.Context, req any, info *grpc.UnaryServerIn
 }
 
 func (s *Server) serveCSI(ep string) error {
-	l, err := endpoint.Listen(ep)
+	l, err := s.serving.Listen(ep)
 	if err != nil {
 		return err
 	}
-	g := grpc.NewServer(s.interceptors(trace.CSI),
-		grpc.ChainStreamInterceptor(
-			s.rec.StreamServerInterceptor(trace.Boundary{Interface: trace.CSI, Caller: "backup-tool", Callee: "csi-fake"}),
-			s.faults.StreamServerInterceptor()),
-		// Calls run on a few long-lived worker goroutines instead of a new goroutine per call,
-		// whose stack would grow (and be copied) through the interceptors and the driver on
-		// every call, as cri-fake's server does; when all are busy gRPC starts a goroutine.
-		grpc.NumStreamWorkers(uint32(max(4, goruntime.GOMAXPROCS(0)))))
+	rec, fs := s.serving.Recorder(), s.serving.Faults()
+	g := s.serving.NewGRPC(s.interceptors(trace.CSI), []grpc.StreamServerInterceptor{
+		rec.StreamServerInterceptor(trace.Boundary{Interface: trace.CSI, Caller: "backup-tool", Callee: "csi-fake"}),
+		fs.StreamServerInterceptor()})
 	csi.RegisterIdentityServer(g, s.drv)
 	csi.RegisterControllerServer(g, s.drv)
 	csi.RegisterNodeServer(g, s.drv)
@@ -351,25 +343,18 @@ func (s *Server) serveRegistration(ep string) error {
 	if err != nil {
 		return fmt.Errorf("registration socket: %w", err)
 	}
-	g := grpc.NewServer(s.interceptors(trace.Registration))
+	g := s.serving.NewGRPC(s.interceptors(trace.Registration), nil)
 	registerapi.RegisterRegistrationServer(g, s.drv.Registration())
 	s.serve(g, l, ep)
 	return nil
 }
 
-// serve serves g on l; each connection is named after the process that made it (kubelet,
-// external-provisioner, external-attacher, ...), which is what the trace records as the caller
-// (trace.PeerListener): the kubelet and the sidecars share the Identity service, so the method
-// alone cannot tell them apart.
+// serve serves g on l; the kubelet and the sidecars share the Identity service, so the method alone
+// cannot tell them apart: the trace names each connection after the process that made it
+// (kubelet, external-provisioner, external-attacher, ...).
 func (s *Server) serve(g *grpc.Server, l net.Listener, ep string) {
-	s.grpcs = append(s.grpcs, g)
 	s.endpoints = append(s.endpoints, ep)
-	s.wg.Add(1)
-	l = trace.PeerListener(l)
-	go func() {
-		defer s.wg.Done()
-		g.Serve(l)
-	}()
+	s.serving.Serve(g, l)
 }
 
 // Endpoint returns the CSI socket (unix://...).
@@ -385,32 +370,30 @@ func (s *Server) RegistrationEndpoint() string { return s.regEP }
 func (s *Server) RegistrationStatus() driver.RegistrationStatus { return s.drv.RegistrationStatus() }
 
 // Recorder returns the trace recorder.
-func (s *Server) Recorder() *trace.Recorder { return s.rec }
+func (s *Server) Recorder() *trace.Recorder { return s.serving.Recorder() }
 
 // Faults returns the fault rules.
-func (s *Server) Faults() *faults.Set { return s.faults }
+func (s *Server) Faults() *faults.Set { return s.serving.Faults() }
+
+// FaultSeed is the seed of the fault rules' random choices (Options.FaultSeed, the faults file's
+// seed, or the random one chosen at start): start with it to repeat a run.
+func (s *Server) FaultSeed() uint64 { return s.serving.Faults().Seed() }
 
 // Driver returns the CSI driver (its state store, its configuration).
 func (s *Server) Driver() *driver.Driver { return s.drv }
 
-// Close stops serving, removes the sockets, and removes temp directories. State in StateDir
-// stays; volumes still bind-mounted stay mounted (as a crashed driver's would).
+// Close stops serving (in-flight calls are cut off after a short grace period), removes the
+// sockets and the temp directories. State in StateDir stays; volumes still bind-mounted stay
+// mounted (as a crashed driver's would).
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		for _, g := range s.grpcs {
-			g.Stop()
+		if s.serving != nil {
+			s.closeErr = s.serving.Close()
 		}
-		s.wg.Wait()
 		for _, ep := range s.endpoints {
 			if p, err := endpoint.Parse(ep); err == nil {
 				os.Remove(p)
 			}
-		}
-		if s.admin != nil {
-			s.closeErr = errors.Join(s.closeErr, s.admin.Close())
-		}
-		if s.ownRec && s.rec != nil {
-			s.closeErr = errors.Join(s.closeErr, s.rec.Close())
 		}
 		if s.drv != nil {
 			s.closeErr = errors.Join(s.closeErr, s.drv.Close())

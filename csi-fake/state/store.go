@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/plugsim/plugsim/internal/atomicfile"
 )
 
 // FileName is the state file's name inside the state directory.
@@ -91,7 +93,7 @@ func (s *Store) Update(fn func(d *Data) error) error {
 	}
 	b, err := json.MarshalIndent(s.data, "", "  ")
 	if err == nil {
-		err = WriteFileAtomic(s.path, b, 0o600)
+		err = atomicfile.Write(s.path, b, 0o600)
 	}
 	if err != nil {
 		s.rollback()
@@ -109,40 +111,4 @@ func (s *Store) rollback() {
 	if d, err := decode(s.last); err == nil {
 		s.data = d
 	}
-}
-
-// WriteFileAtomic replaces path with data: write a temporary file in the same directory, fsync
-// it, rename it over path, fsync the directory so the rename itself is durable.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op after a successful rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

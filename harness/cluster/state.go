@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/plugsim/plugsim/internal/atomicfile"
 )
 
 // StateFile, in the cluster's directory, lists everything `up` made that outlives it: processes, network
@@ -61,7 +63,7 @@ func ReadState(dir string) (*State, error) {
 	return &st, nil
 }
 
-// save writes the state through a temporary file and a rename, so a crash never leaves half a file.
+// save writes the state through package atomicfile, so a crash never leaves half a file.
 func (st *State) save() error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -69,11 +71,7 @@ func (st *State) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(st.Dir, StateFile+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(st.Dir, StateFile))
+	return atomicfile.Write(filepath.Join(st.Dir, StateFile), append(b, '\n'), 0o644)
 }
 
 func (st *State) addNetns(name string) error {

@@ -83,6 +83,15 @@ func NewSet(seed uint64, opts ...Option) *Set {
 	return &Set{core: rules.NewSet(seed, opts...)}
 }
 
+// Seed is the seed the set was made with (NewSet's seed): a set made with it again, given the
+// same calls, lets its probabilistic rules hit the same calls. 0 for a nil set.
+func (s *Set) Seed() uint64 {
+	if s == nil {
+		return 0
+	}
+	return s.core.Seed()
+}
+
 // Add validates and appends rules, returning their IDs; either all are added or none is.
 func (s *Set) Add(r ...Rule) ([]string, error) { return s.core.Add(r...) }
 
@@ -280,25 +289,37 @@ func ParseFile(data []byte, name string) (File, error) {
 	return rules.ParseJSON(js, name)
 }
 
-// Load reads a --faults file into a new set with the given options (WithMethods: the fake's
-// methods, so a misspelt method is an error naming the file).
+// Load reads a --faults file into a new set seeded by the file's seed, with the given options
+// (WithMethods: the fake's methods, so a misspelt method is an error naming the file).
 func Load(filename string, opts ...Option) (*Set, error) {
-	data, err := os.ReadFile(filename)
-	if err != nil {
-		return nil, fmt.Errorf("read faults file: %w", err)
-	}
-	f, err := ParseFile(data, filename)
+	f, err := ReadFile(filename)
 	if err != nil {
 		return nil, err
 	}
-	s := NewSet(f.Seed, opts...)
+	return NewSetOf(f, f.Seed, filename, opts...)
+}
+
+// ReadFile reads and parses a --faults file without making a set of it, for a caller that
+// chooses the seed itself (a --fault-seed flag over the file's seed: NewSetOf).
+func ReadFile(filename string) (File, error) {
+	data, err := os.ReadFile(filename)
+	if err != nil {
+		return File{}, fmt.Errorf("read faults file: %w", err)
+	}
+	return ParseFile(data, filename)
+}
+
+// NewSetOf returns a set seeded by seed (not f.Seed) holding f's rules, each validated as Add
+// validates it; name is the file's, for error messages.
+func NewSetOf(f File, seed uint64, name string, opts ...Option) (*Set, error) {
+	s := NewSet(seed, opts...)
 	for i, r := range f.Rules {
 		if err := s.Validate(r); err != nil {
-			return nil, fmt.Errorf("%s: rules[%d]: %w", filename, i, err)
+			return nil, fmt.Errorf("%s: rules[%d]: %w", name, i, err)
 		}
 	}
 	if _, err := s.Add(f.Rules...); err != nil {
-		return nil, fmt.Errorf("%s: %w", filename, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return s, nil
 }

@@ -159,6 +159,43 @@ func TestParseFile(t *testing.T) {
 	}
 }
 
+// NewSetOf seeds the set with the seed it is given, not the file's (a --fault-seed flag wins), and
+// the same seed makes the probabilistic rules hit the same calls.
+func TestNewSetOfSeed(t *testing.T) {
+	f, err := ParseFile([]byte("seed: 3\nrules:\n- method: Version\n  code: Unavailable\n  probability: 0.5\n"), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits := func(s *Set) string {
+		var b strings.Builder
+		for range 64 {
+			_, ok := s.Check("/runtime.v1.RuntimeService/Version", nil)
+			b.WriteString(map[bool]string{true: "x", false: "."}[ok])
+		}
+		return b.String()
+	}
+	a, err := NewSetOf(f, 42, "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewSetOf(f, 42, "f.yaml")
+	c, _ := NewSetOf(f, f.Seed, "f.yaml")
+	if a.Seed() != 42 || c.Seed() != 3 || len(a.Rules()) != 1 {
+		t.Fatalf("seeds %d, %d; rules %v", a.Seed(), c.Seed(), a.Rules())
+	}
+	ha, hb, hc := hits(a), hits(b), hits(c)
+	if ha != hb || ha == hc || !strings.Contains(ha, "x") || !strings.Contains(ha, ".") {
+		t.Fatalf("seed 42 twice: %s and %s; seed 3: %s", ha, hb, hc)
+	}
+	if _, err := NewSetOf(File{Rules: []Rule{{Method: "X", Code: "NoSuchCode"}}}, 1, "bad.yaml", WithGRPCCodes()); err == nil || !strings.Contains(err.Error(), "bad.yaml: rules[0]") {
+		t.Fatalf("invalid rule: %v", err)
+	}
+	var nilSet *Set
+	if nilSet.Seed() != 0 {
+		t.Fatal("nil set has a seed")
+	}
+}
+
 func TestUnaryInterceptor(t *testing.T) {
 	s := NewSet(0)
 	s.Add(Rule{Method: "Version", Code: "Unavailable", Message: "runtime is down", Times: 1})

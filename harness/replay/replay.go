@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"google.golang.org/grpc/codes"
 
 	"github.com/plugsim/plugsim/harness/call"
 	"github.com/plugsim/plugsim/harness/diagram"
@@ -84,11 +85,24 @@ func Scenario(events []trace.Event, opts Options) ([]byte, Stats, error) {
 			st.Skipped[ev.Method+": server stream"]++
 			continue
 		}
+		if ev.Truncated > 0 && len(ev.Request) > 0 && ev.Request[0] == '"' {
+			// The recorder kept only the start of a request past trace.MaxPayload.
+			st.Skipped[ev.Method+": request truncated in the trace"]++
+			continue
+		}
 		var req any
 		if len(ev.Request) > 0 {
 			if err := json.Unmarshal(ev.Request, &req); err != nil {
 				return nil, st, fmt.Errorf("event %d (%s): request is not JSON: %w", ev.Seq, ev.Method, err)
 			}
+			// A gRPC request is a message: anything else would write a step the scenario
+			// parser refuses ("want a mapping").
+			if _, ok := req.(map[string]any); !ok && req != nil {
+				return nil, st, fmt.Errorf("event %d (%s): request is not a JSON object", ev.Seq, ev.Method)
+			}
+		}
+		if ev.Code != "" && !isCodeName(ev.Code) {
+			return nil, st, fmt.Errorf("event %d (%s): code %q is not a gRPC code name", ev.Seq, ev.Method, ev.Code)
 		}
 		req = substitute(req, vars, &st.Substituted)
 
@@ -238,4 +252,15 @@ func substitute(v any, vars map[string]string, n *int) any {
 		return x
 	}
 	return v
+}
+
+// isCodeName reports whether code is a gRPC code name spelt as the scenario parser wants it
+// ("NotFound", not "notfound").
+func isCodeName(code string) bool {
+	for c := codes.OK; c <= codes.Unauthenticated; c++ {
+		if c.String() == code {
+			return true
+		}
+	}
+	return false
 }

@@ -96,3 +96,30 @@ func TestDelayFaultIsNamed(t *testing.T) {
 		t.Fatalf("events %+v", evs)
 	}
 }
+
+// seededInjector is an Injector with a seed, as package faults' Set is.
+type seededInjector struct{ injectFunc }
+
+func (seededInjector) Seed() uint64 { return 42 }
+
+// The event of a faulted call carries the seed of the rules that chose it, when they have one.
+func TestFaultSeedIsRecorded(t *testing.T) {
+	rec, _ := New(Options{})
+	hit := true
+	in := seededInjector{func(context.Context, string, any) (string, error) {
+		if hit {
+			return "coin", nil
+		}
+		return "", nil
+	}}
+	ic := rec.UnaryServerInterceptorWith(Boundary{Interface: CRI, Caller: "kubelet", Callee: "cri-fake"}, in)
+	h := func(context.Context, any) (any, error) { return &runtimeapi.VersionResponse{}, nil }
+	info := &grpc.UnaryServerInfo{FullMethod: "/runtime.v1.RuntimeService/Version"}
+	ic(context.Background(), &runtimeapi.VersionRequest{}, info, h)
+	hit = false
+	ic(context.Background(), &runtimeapi.VersionRequest{}, info, h)
+	evs := rec.Events()
+	if len(evs) != 2 || evs[0].Attrs[FaultAttr] != "coin" || evs[0].Attrs[FaultSeedAttr] != "42" || evs[1].Attrs != nil {
+		t.Fatalf("events %+v", evs)
+	}
+}

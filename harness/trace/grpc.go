@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path"
 	"strconv"
 	"time"
@@ -45,6 +46,15 @@ type Injector interface {
 // FaultAttr is the Attrs key that names the fault injected into a call (the fault rule's ID).
 const FaultAttr = "fault"
 
+// FaultSeedAttr is the Attrs key, beside FaultAttr, of the seed of the rules that injected the
+// fault, when the Injector has one (package faults' Set: its Seed method). With that seed
+// (cri-fake's and csi-fake's --fault-seed) and the same calls, probabilistic rules hit the same
+// calls again.
+const FaultSeedAttr = "faultSeed"
+
+// seeded is an Injector whose decisions follow from a seed.
+type seeded interface{ Seed() uint64 }
+
 // UnaryServerInterceptorWith is UnaryServerInterceptor with in, when not nil, asked before each
 // handler runs, so the trace shows the fault it injected: the code it answered with and, in
 // Attrs[FaultAttr], the rule (cri-fake and csi-fake pass their fault rules). Running it from here
@@ -78,6 +88,9 @@ func (r *Recorder) UnaryServerInterceptorWith(b Boundary, in Injector) grpc.Unar
 			// every recorded call larger by a field that is almost always empty.
 			ev := c.event()
 			ev.Attrs = map[string]string{FaultAttr: fault}
+			if sd, ok := in.(seeded); ok {
+				ev.Attrs[FaultSeedAttr] = strconv.FormatUint(sd.Seed(), 10)
+			}
 			r.Record(ev)
 		} else {
 			r.recordCall(c)
@@ -136,6 +149,56 @@ type call struct {
 	code       codes.Code
 	err        error
 	req, resp  any
+}
+
+// size is about how many bytes the call's event will hold: the messages' wire sizes (their JSON
+// is of the same order; eventLocked corrects it once rendered) and the names.
+func (c *call) size() int64 {
+	n := len(c.fullMethod) + len(c.caller) + 64
+	if m, ok := c.req.(proto.Message); ok && m != nil {
+		n += proto.Size(m)
+	}
+	if m, ok := c.resp.(proto.Message); ok && m != nil && c.err == nil {
+		n += proto.Size(m)
+	}
+	if c.err != nil {
+		n += len(c.err.Error())
+	}
+	return int64(n)
+}
+
+// hugeMessage is the wire size past which a message is not rendered at all: its JSON (protojson,
+// then compacted) would cost seconds and several times its size in memory only to be cut to
+// MaxPayload. Its event says what it was and how big instead.
+const hugeMessage = 4 * MaxPayload
+
+// bounded is the call's event with payloads cut to MaxPayload, a message past hugeMessage
+// replaced by a note of its type and size without being rendered.
+func (c *call) bounded() Event {
+	ev := c.event()
+	req, resp := c.req, c.resp
+	var cut int64
+	note := func(v any) json.RawMessage {
+		m, ok := v.(proto.Message)
+		if !ok || m == nil {
+			return nil
+		}
+		n := proto.Size(m)
+		if n <= hugeMessage {
+			return RenderProto(m)
+		}
+		cut += int64(n)
+		b, _ := json.Marshal(fmt.Sprintf("%s of %d bytes, not kept", m.ProtoReflect().Descriptor().FullName(), n))
+		return b
+	}
+	ev.SetRenderer(nil)
+	ev.Request = note(req)
+	if c.err == nil {
+		ev.Response = note(resp)
+	}
+	ev.Truncated += cut
+	ev.Truncate(MaxPayload)
+	return ev
 }
 
 // event turns the call into its Event, to be rendered lazily.

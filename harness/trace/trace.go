@@ -38,22 +38,44 @@ type Options struct {
 	Capacity int
 	// File, when set, receives every event as a JSON line (appended; created 0644).
 	File string
+	// MaxBytes bounds the bytes the ring holds (the events' payloads, see Event.Size): the oldest
+	// events are dropped to stay under it, whatever Capacity says. 0 means DefaultMaxBytes.
+	MaxBytes int64
+	// FileMaxBytes bounds the trace file: a line that would take it past this renames it to
+	// File+".1" (replacing the one before) and starts File afresh, so the two hold at most twice
+	// this. ReadFile reads File+".1" first. 0 means DefaultFileMaxBytes; negative, no bound.
+	FileMaxBytes int64
 }
 
 // DefaultCapacity is the ring size when Options.Capacity is 0.
 const DefaultCapacity = 4096
 
+// DefaultMaxBytes is the ring's byte bound when Options.MaxBytes is 0. Each event's request and
+// response are cut to event.MaxPayload, so even a ring of the largest events holds 32 of them.
+const DefaultMaxBytes = 64 << 20
+
+// DefaultFileMaxBytes is the trace file's bound when Options.FileMaxBytes is 0.
+const DefaultFileMaxBytes = 256 << 20
+
+// MaxPayload bounds an event's request and its response, each (see Event.Truncate).
+const MaxPayload = event.MaxPayload
+
 // Recorder is a bounded, concurrency-safe event log. The zero value is not usable; use New.
 type Recorder struct {
-	mu    sync.Mutex
-	ring  []slot
-	next  int // index of the slot the next event goes to
-	full  bool
-	seq   uint64
-	file  *os.File
-	w     *bufio.Writer
-	subs  map[chan Event]struct{}
-	close sync.Once
+	mu       sync.Mutex
+	ring     []slot
+	head     int   // index of the oldest event
+	n        int   // events in the ring
+	bytes    int64 // their sizes' sum
+	maxBytes int64
+	seq      uint64
+	path     string
+	fileMax  int64 // <= 0: no bound
+	fileSize int64
+	file     *os.File
+	w        *bufio.Writer
+	subs     map[chan Event]struct{}
+	close    sync.Once
 }
 
 // New returns a Recorder. It fails only when the trace file cannot be opened.
@@ -65,15 +87,45 @@ func New(opts Options) (*Recorder, error) {
 	if capacity < 0 {
 		capacity = 0
 	}
-	r := &Recorder{ring: make([]slot, capacity), subs: map[chan Event]struct{}{}}
+	r := &Recorder{ring: make([]slot, capacity), subs: map[chan Event]struct{}{}, maxBytes: opts.MaxBytes, fileMax: opts.FileMaxBytes}
+	if r.maxBytes <= 0 {
+		r.maxBytes = DefaultMaxBytes
+	}
+	if r.fileMax == 0 {
+		r.fileMax = DefaultFileMaxBytes
+	}
 	if opts.File != "" {
-		f, err := os.OpenFile(opts.File, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return nil, fmt.Errorf("open trace file: %w", err)
+		r.path = opts.File
+		if err := r.openFile(); err != nil {
+			return nil, err
 		}
-		r.file, r.w = f, bufio.NewWriter(f)
 	}
 	return r, nil
+}
+
+func (r *Recorder) openFile() error {
+	f, err := os.OpenFile(r.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open trace file: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("open trace file: %w", err)
+	}
+	r.file, r.w, r.fileSize = f, bufio.NewWriter(f), fi.Size()
+	return nil
+}
+
+// rotateLocked moves the full trace file to path.1 and starts a new one.
+func (r *Recorder) rotateLocked() error {
+	r.w.Flush()
+	r.file.Close()
+	r.file, r.w = nil, nil
+	if err := os.Rename(r.path, r.path+".1"); err != nil {
+		return err
+	}
+	return r.openFile()
 }
 
 // slot is one entry of the ring. A call served through the gRPC interceptors is kept as the
@@ -83,6 +135,7 @@ func New(opts Options) (*Recorder, error) {
 type slot struct {
 	call call
 	ev   *Event
+	size int64 // what the slot counts for in Recorder.bytes
 }
 
 // Record stores an event, giving it the next sequence number. Time defaults to now minus the
@@ -100,11 +153,14 @@ func (r *Recorder) Record(ev Event) {
 	ev.Seq = r.seq
 	if r.w != nil || len(r.subs) > 0 {
 		ev = r.publishLocked(ev)
+	} else {
+		ev.Render()
+		ev.Truncate(MaxPayload)
 	}
 	if len(r.ring) == 0 {
 		return
 	}
-	r.storeLocked(slot{ev: &ev})
+	r.storeLocked(slot{ev: &ev, size: ev.Size()})
 }
 
 // recordCall stores a served gRPC call; it is Record for the interceptors' hot path.
@@ -114,33 +170,61 @@ func (r *Recorder) recordCall(c call) {
 	r.seq++
 	c.seq = r.seq
 	if r.w != nil || len(r.subs) > 0 {
-		ev := r.publishLocked(c.event())
+		ev := r.publishLocked(c.bounded())
 		if len(r.ring) > 0 {
-			r.storeLocked(slot{ev: &ev})
+			r.storeLocked(slot{ev: &ev, size: ev.Size()})
 		}
 		return
 	}
-	if len(r.ring) > 0 {
-		r.storeLocked(slot{call: c})
+	if len(r.ring) == 0 {
+		return
 	}
+	size := c.size()
+	if size > MaxPayload {
+		// Rendered and cut now, so the ring does not hold the whole message until somebody
+		// reads it (40 ExecSync answers of 15 MB each took cri-fake to 1.65 GB).
+		ev := c.bounded()
+		r.storeLocked(slot{ev: &ev, size: ev.Size()})
+		return
+	}
+	r.storeLocked(slot{call: c, size: size})
 }
 
+// storeLocked puts s in the ring, dropping the oldest events while the ring is full by count or
+// s would take it past its byte bound.
 func (r *Recorder) storeLocked(s slot) {
-	r.ring[r.next] = s
-	r.next++
-	if r.next == len(r.ring) {
-		r.next, r.full = 0, true
+	for r.n > 0 && (r.n == len(r.ring) || r.bytes+s.size > r.maxBytes) {
+		r.bytes -= r.ring[r.head].size
+		r.ring[r.head] = slot{}
+		r.head = (r.head + 1) % len(r.ring)
+		r.n--
 	}
+	r.ring[(r.head+r.n)%len(r.ring)] = s
+	r.n++
+	r.bytes += s.size
 }
 
-// eventLocked returns the event in a used slot, turning a call into its event once.
-func (s *slot) eventLocked() Event {
+// eventLocked returns the event in the i-th oldest slot, turning a call into its event once and
+// cutting its payloads to MaxPayload (a message's JSON can be larger than its wire size).
+func (r *Recorder) eventLocked(i int) Event {
+	s := &r.ring[(r.head+i)%len(r.ring)]
 	if s.ev == nil {
 		ev := s.call.event()
 		s.ev, s.call = &ev, call{}
 	}
 	s.ev.Render() // in place, so the next reader does not render again
+	s.ev.Truncate(MaxPayload)
+	size := s.ev.Size()
+	r.bytes += size - s.size
+	s.size = size
 	return *s.ev
+}
+
+// Bytes is about how many bytes the events in the ring hold (see Options.MaxBytes).
+func (r *Recorder) Bytes() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.bytes
 }
 
 // publishLocked renders ev and hands it to the trace file and the subscribers; it returns the
@@ -148,13 +232,20 @@ func (s *slot) eventLocked() Event {
 // (json.Marshal takes its address): recording into the ring alone allocates nothing.
 func (r *Recorder) publishLocked(ev Event) Event {
 	ev.Render()
+	ev.Truncate(MaxPayload)
 	if r.w != nil {
 		// One JSON line per event, flushed at once, so a reader of the file (the harness, a
 		// `tail -f`) sees each call as soon as it has finished.
 		if b, err := json.Marshal(&ev); err == nil {
+			if r.fileMax > 0 && r.fileSize > 0 && r.fileSize+int64(len(b))+1 > r.fileMax {
+				if err := r.rotateLocked(); err != nil {
+					return ev // the file is gone; the ring and the subscribers still get events
+				}
+			}
 			r.w.Write(b)
 			r.w.WriteByte('\n')
 			r.w.Flush()
+			r.fileSize += int64(len(b)) + 1
 		}
 	}
 	for ch := range r.subs {
@@ -170,14 +261,9 @@ func (r *Recorder) publishLocked(ev Event) Event {
 func (r *Recorder) Events() []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []Event
-	if r.full {
-		for i := r.next; i < len(r.ring); i++ {
-			out = append(out, r.ring[i].eventLocked())
-		}
-	}
-	for i := range r.next {
-		out = append(out, r.ring[i].eventLocked())
+	out := make([]Event, 0, r.n)
+	for i := range r.n {
+		out = append(out, r.eventLocked(i))
 	}
 	return out
 }
@@ -187,7 +273,7 @@ func (r *Recorder) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	clear(r.ring)
-	r.next, r.full = 0, false
+	r.head, r.n, r.bytes = 0, 0, 0
 }
 
 // Subscribe delivers every event recorded from now on to the returned channel until cancel is

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Rule is one fault. Zero fields match or do nothing: a rule with only Method and Delay slows
@@ -267,6 +268,7 @@ type Set struct {
 	rules   []*entry
 	ids     int
 	rnd     *rand.Rand
+	seed    uint64
 	methods []string
 	codes   Codes
 }
@@ -284,7 +286,7 @@ type matcher struct {
 
 // NewSet returns an empty set; seed makes probabilistic rules repeatable.
 func NewSet(seed uint64, opts ...Option) *Set {
-	s := &Set{}
+	s := &Set{seed: seed}
 	for _, o := range opts {
 		o(s)
 	}
@@ -293,6 +295,11 @@ func NewSet(seed uint64, opts ...Option) *Set {
 	}
 	return s
 }
+
+// Seed is the seed NewSet was given: with the same seed and the same calls, the probabilistic
+// rules hit the same calls again. (A set given its source by WithSource reports the seed it was
+// passed, which did not seed it.)
+func (s *Set) Seed() uint64 { return s.seed }
 
 // Validate checks a rule against what the set knows of its fake (its method names and code
 // kind) besides what Rule.Validate checks, without adding it.
@@ -553,8 +560,9 @@ func Glob(pattern string) (*regexp.Regexp, error) {
 			if i+1 == len(pattern) {
 				return nil, errors.New("trailing \\")
 			}
-			i++
-			b.WriteString(regexp.QuoteMeta(pattern[i : i+1]))
+			_, n := utf8.DecodeRuneInString(pattern[i+1:])
+			b.WriteString(regexp.QuoteMeta(pattern[i+1 : i+1+n]))
+			i += n
 		case '[':
 			j := strings.IndexByte(pattern[i+1:], ']')
 			if j == 0 { // "[]...]": a leading ] is a member, as in the shell
@@ -573,7 +581,9 @@ func Glob(pattern string) (*regexp.Regexp, error) {
 			b.WriteString("[" + strings.ReplaceAll(class, `\`, `\\`) + "]")
 			i += j + 1
 		default:
-			b.WriteString(regexp.QuoteMeta(string(c)))
+			// The byte itself: string(c) would be the rune c, so "é" (two bytes) matched "Ã©"
+			// and a byte past 0x7f never matched itself (found by FuzzGlob).
+			b.WriteString(regexp.QuoteMeta(pattern[i : i+1]))
 		}
 	}
 	b.WriteString("$")

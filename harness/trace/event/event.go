@@ -9,11 +9,13 @@ package event
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"time"
+	"unicode/utf8"
 )
 
 // Interface names used in Event.Interface.
@@ -49,6 +51,9 @@ type Event struct {
 	// interface name, the ID of the fault rule applied to the call (key "fault"), the peer of a
 	// gRPC call.
 	Attrs map[string]string `json:"attrs,omitempty"`
+	// Truncated is how many bytes of Request and Response were cut (see Truncate); 0 when the
+	// event holds them whole.
+	Truncated int64 `json:"truncated,omitempty"`
 
 	// lazy renders Request and Response on first use, so recording stays cheap on the hot path.
 	lazy func(*Event)
@@ -70,6 +75,51 @@ func (e *Event) Render() {
 // The renderer must only read values that nobody mutates after the call has finished.
 func (e *Event) SetRenderer(f func(*Event)) { e.lazy = f }
 
+// MaxPayload bounds the bytes of an event's Request and of its Response as recorders keep them
+// in memory, write them to a file and readers hand them on: a 15 MB ExecSync answer or a 15 MiB
+// label selector would otherwise be held whole by every ring slot, file line and reader.
+const MaxPayload = 1 << 20
+
+// Truncate cuts a Request or Response longer than max bytes: it becomes a JSON string holding
+// its first max bytes (cut at a UTF-8 boundary), and Truncated grows by the bytes dropped. The
+// event stays valid JSON; a reader that wants the message itself sees that it cannot have it.
+func (e *Event) Truncate(max int) {
+	e.Request = e.truncated(e.Request, max)
+	e.Response = e.truncated(e.Response, max)
+}
+
+func (e *Event) truncated(raw json.RawMessage, limit int) json.RawMessage {
+	if len(raw) <= limit {
+		return raw
+	}
+	// The cut text is encoded as a JSON string, whose escapes make it longer: cut further until
+	// the encoding fits in limit, so that cutting again changes nothing.
+	cut := limit - 2
+	for {
+		for cut > 0 && !utf8.RuneStart(raw[cut]) {
+			cut--
+		}
+		b, err := json.Marshal(string(raw[:cut]))
+		if err != nil || cut <= 0 {
+			b = []byte(`""`)
+		}
+		if len(b) <= limit || cut <= 0 {
+			e.Truncated += int64(len(raw) - max(cut, 0))
+			return b
+		}
+		cut -= len(b) - limit
+	}
+}
+
+// Size is about how many bytes the event holds: its payloads, error and names.
+func (e *Event) Size() int64 {
+	n := len(e.Request) + len(e.Response) + len(e.Error) + len(e.Method) + len(e.Service) + len(e.Caller) + len(e.Callee) + 64
+	for k, v := range e.Attrs {
+		n += len(k) + len(v)
+	}
+	return int64(n)
+}
+
 // AppendFile appends one event as a JSON line to path, for short-lived writers such as a CNI plugin
 // invocation. A single write of one line to a file opened O_APPEND does not interleave with other
 // writers' lines.
@@ -78,6 +128,7 @@ func AppendFile(path string, ev Event) error {
 		ev.Time = time.Now().Add(-ev.Duration())
 	}
 	ev.Render()
+	ev.Truncate(MaxPayload)
 	b, err := json.Marshal(&ev)
 	if err != nil {
 		return err
@@ -94,29 +145,59 @@ func AppendFile(path string, ev Event) error {
 }
 
 // ReadFile reads a JSON-lines trace; a line that is not an event is reported with its number.
+// The file a recorder rotated out (path.1, see trace.Options.FileMaxBytes) is read first.
 func ReadFile(path string) ([]Event, error) {
+	var out []Event
+	if f, err := os.Open(path + ".1"); err == nil {
+		out, err = Read(f, path+".1")
+		f.Close()
+		if err != nil {
+			return out, err
+		}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return Read(f, path)
+	evs, err := Read(f, path)
+	return append(out, evs...), err
 }
 
-// Read parses JSON-lines events from r; name is used in error messages.
+// Read parses JSON-lines events from r; name is used in error messages. A line may be of any
+// length (a writer before payloads were bounded wrote lines of 94 MB): it is read whole, decoded,
+// and its payloads are cut to MaxPayload, so what Read returns is bounded per event.
 func Read(r io.Reader, name string) ([]Event, error) {
 	var out []Event
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 64*1024*1024)
-	for line := 1; sc.Scan(); line++ {
-		if len(sc.Bytes()) == 0 {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for line := 1; ; line++ {
+		b, err := readLine(br)
+		if len(bytes.TrimSpace(b)) > 0 {
+			var ev Event
+			if jerr := json.Unmarshal(b, &ev); jerr != nil {
+				return out, fmt.Errorf("%s:%d: not a trace event: %w", name, line, jerr)
+			}
+			ev.Truncate(MaxPayload)
+			out = append(out, ev)
+		}
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+	}
+}
+
+// readLine returns the next line without its newline, however long it is.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if err == bufio.ErrBufferFull {
 			continue
 		}
-		var ev Event
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return out, fmt.Errorf("%s:%d: not a trace event: %w", name, line, err)
-		}
-		out = append(out, ev)
+		return bytes.TrimSuffix(line, []byte("\n")), err
 	}
-	return out, sc.Err()
 }
