@@ -19,7 +19,7 @@ TOOL_BINS  := crictl critest csi-sanity cnitool portmap host-local bridge noop
 # The real CSI sidecars a cluster runs against csi-fake, pinned in harness/tools/sidecars/go.mod.
 SIDECAR_BINS := csi-provisioner csi-attacher csi-resizer csi-snapshotter snapshot-controller
 
-.PHONY: help build tools kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet bench demo clean fuzz fuzz-smoke soak conformance-tools conformance
+.PHONY: help build tools kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet e2e-ui ui-screenshots bench demo clean fuzz fuzz-smoke soak conformance-tools conformance
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z0-9-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -107,15 +107,15 @@ cluster: deps build $(BIN)/portmap $(BIN)/crictl kubelet control-plane sidecars 
 cluster-down: ## stop the cluster in CLUSTER_DIR and remove what it left (namespaces, mounts, processes)
 	$(BIN)/harness cluster down --dir $(CLUSTER_DIR)
 
-deps: ## install what the kernel-touching tests need (iptables, iproute2), when root
+deps: ## install what the kernel-touching tests need (iptables, iproute2) and the browser tests' Chromium, when root
 	@missing=""; \
-	for c in iptables:iptables ip:iproute2 nsenter:util-linux unshare:util-linux; do \
+	for c in iptables:iptables ip:iproute2 nsenter:util-linux unshare:util-linux chromium:chromium; do \
 		command -v $${c%%:*} >/dev/null 2>&1 || missing="$$missing $${c#*:}"; \
 	done; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		echo "deps: installing$$missing"; \
-		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null || echo "deps: could not install$$missing; the tests that need them skip or fail"; \
 	else \
 		echo "deps: missing$$missing; install them (as root: apt-get install$$missing), or the tests that need them skip"; \
 	fi
@@ -136,7 +136,7 @@ test: deps build tools fmt-check vet ## gofmt check, go vet, and go test -race .
 	$(GO) test $(TEST_FLAGS) ./...
 	cd $(CLIENTS) && $(GO) test $(TEST_FLAGS) ./...
 
-e2e: e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet e2e-cluster ## every end-to-end suite against the real clients (critest, csi-sanity, cnitool, portmap, kubelet)
+e2e: e2e-cri e2e-cni e2e-csi e2e-harness e2e-ui e2e-kubelet e2e-cluster ## every end-to-end suite against the real clients (critest, csi-sanity, cnitool, portmap, kubelet)
 
 e2e-cri: deps build tools ## critest and crictl against cri-fake
 	$(GO) test -tags e2e $(E2E_FLAGS) ./cri-fake/e2e/
@@ -149,6 +149,16 @@ e2e-csi: deps build tools sidecars ## csi-sanity against csi-fake (all-in-one, s
 
 e2e-harness: deps build tools ## every example scenario, kubelet load, record and replay
 	$(GO) test -tags e2e $(E2E_FLAGS) ./harness/e2e/
+
+e2e-ui: deps build ## the live boundary view in headless Chromium: a scenario watched, clicked, filtered, a fault added from the page; the page under kubelet load
+	$(GO) test -tags e2e $(E2E_FLAGS) ./harness/ui/e2e/
+
+# The screenshots harness/README.md shows, written into harness/docs/ by the browser tests: the pod
+# lifecycle (with its CNI chain, a call's detail, a fault added from the page) on a node, and a PVC
+# pod on a 1-node cluster (root; needs what make cluster needs).
+ui-screenshots: deps build $(BIN)/portmap $(BIN)/crictl kubelet control-plane sidecars ## regenerate harness/docs/ui-*.png from the browser tests (node and cluster; root)
+	PLUGSIM_UI_SCREENSHOTS=$(CURDIR)/harness/docs $(GO) test -tags e2e $(E2E_FLAGS) -run 'TestPodLifecycleInTheBrowser' ./harness/ui/e2e/
+	PLUGSIM_UI_SCREENSHOTS=$(CURDIR)/harness/docs $(GO) test -tags e2e $(E2E_FLAGS) -run 'TestClusterView' ./harness/cluster/e2e/
 
 e2e-kubelet: deps build tools kubelet ## a real kubelet v1.37.2 runs static pods on the fakes, in a throw-away netns (root)
 	$(GO) test -tags e2e $(E2E_FLAGS) ./examples/kubelet/

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/plugsim/plugsim/harness/cluster"
+	"github.com/plugsim/plugsim/harness/ui"
 )
 
 func cmdCluster(args []string) error {
@@ -43,6 +44,8 @@ its pod to any node. Every address is in
 198.18.0.0/15 and no namespace is linked to the host's; kubectl reaches the API server through a relay
 on the host's 127.0.0.1. It returns once every node is Ready, leaving the cluster running; DIR keeps
 the kubeconfig, certificates, logs and each node's files. Stop it with 'harness cluster down --dir DIR'.
+With --ui 127.0.0.1:PORT it then stays in the foreground serving the live boundary view of every
+node's fakes (see 'harness ui --help') until interrupted; the cluster stays up.
 `)
 	dir := fs.String("dir", "/tmp/plugsim-cluster", "directory for the cluster's state, certificates, logs and nodes (new, empty, or a cluster's from before)")
 	nodes := fs.Int("nodes", 1, fmt.Sprintf("how many nodes (1 to %d)", cluster.MaxNodes))
@@ -50,8 +53,18 @@ the kubeconfig, certificates, logs and each node's files. Stop it with 'harness 
 	binDir := fs.String("bin-dir", "", "directory holding etcd, kube, kubectl, kubelet, cri-fake, csi-fake, cni-fake, portmap (default $PLUGSIM_BIN, or beside the harness binary)")
 	emptyCNI := fs.Bool("empty-cni", false, "start the nodes with an empty CNI conf dir: NotReady (cni plugin not initialized) until DIR/nodes/NODE/cni/plugsim.conflist is copied into DIR/nodes/NODE/cni/net.d")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up (and stop everything) when the cluster is not up within this")
+	uiAddr, allowRemote := uiFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var uiListener net.Listener
+	if *uiAddr != "" { // before anything starts, so a bad or taken address costs nothing
+		l, err := listenUI(*uiAddr, *allowRemote)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		uiListener = l
 	}
 	abs, err := filepath.Abs(*dir)
 	if err != nil {
@@ -97,7 +110,15 @@ Stop it with: harness cluster down --dir DIR
 `)
 	fmt.Printf("\ncluster up in %s: %d node(s) %s after %.1fs; API server on https://127.0.0.1:%d (relay)\n%s",
 		abs, *nodes, ready, time.Since(start).Seconds(), st.Port, try)
-	return nil
+	if uiListener == nil {
+		return nil
+	}
+	o, err := ui.ForCluster(abs)
+	if err != nil {
+		return err
+	}
+	fmt.Println("The view runs until Ctrl-C; the cluster stays up after it.")
+	return serveUI(ctx, uiListener, o)
 }
 
 func cmdClusterDown(args []string) error {

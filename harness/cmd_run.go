@@ -26,7 +26,11 @@ type target struct {
 	noPortmap                       bool
 	portmapOK                       bool
 	portmapWhy                      string
-	stdout                          io.Writer
+	// inherit are files a re-executed harness gets as fds 3, 4, …, with inheritEnv set (the
+	// view's listener, opened in the host's network namespace).
+	inherit    []*os.File
+	inheritEnv []string
+	stdout     io.Writer
 }
 
 func (t *target) flags(fs interface {
@@ -65,7 +69,7 @@ func (t *target) prepare() error {
 		t.portmapWhy = "iptables is not installed (run `make deps` as root)"
 		return nil
 	}
-	own, err := inOwnNetns()
+	own, err := inOwnNetns(t.inherit, t.inheritEnv)
 	if err != nil {
 		return err
 	}

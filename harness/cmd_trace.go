@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -12,76 +11,6 @@ import (
 	"github.com/plugsim/plugsim/harness/diagram"
 	"github.com/plugsim/plugsim/harness/trace"
 )
-
-// polls are the calls a kubelet makes on a timer whatever happens to its pods (PLEG relists, stats,
-// the status of the runtime and of each volume, the image file system), and the liveness checks of
-// the CSI sidecars and the registrar. --drop-polls leaves them out, so what a user's action caused
-// is not drowned: on a quiet one-node cluster they are over 95% of a minute's calls.
-var polls = map[string]bool{
-	"ListPodSandbox": true, "ListContainers": true, "PodSandboxStatus": true, "ContainerStatus": true,
-	"ListPodSandboxStats": true, "ListContainerStats": true, "PodSandboxStats": true, "ContainerStats": true,
-	"ListPodSandboxMetrics": true, "ListMetricsDescriptors": true, "ImageFsInfo": true, "ListImages": true,
-	"Status": true, "Version": true, "RuntimeConfig": true, "GetContainerEvents": true,
-	"Probe": true, "GetPluginInfo": true, "GetPluginCapabilities": true, "ControllerGetCapabilities": true,
-	"NodeGetCapabilities": true, "NodeGetVolumeStats": true, "NodeGetInfo": true, "GetCapacity": true,
-	"STATUS": true, "VERSION": true,
-	// The external-attacher's reconciliation, every --reconcile-sync (1 minute).
-	"ListVolumes": true,
-}
-
-// clusterTraces lists the trace files `harness cluster up` has its fakes write in dir, each with the
-// node it belongs to ("" for the control plane's csi-fake).
-func clusterTraces(dir string) (map[string]string, error) {
-	files := map[string]string{}
-	if f := filepath.Join(dir, "csi", "controller.jsonl"); exists(f) {
-		files[f] = ""
-	}
-	nodes, err := filepath.Glob(filepath.Join(dir, "nodes", "*"))
-	if err != nil {
-		return nil, err
-	}
-	for _, nd := range nodes {
-		for _, name := range []string{"cri.jsonl", "csi.jsonl", "csi-ephemeral.jsonl", "cni.jsonl"} {
-			if f := filepath.Join(nd, name); exists(f) {
-				files[f] = filepath.Base(nd)
-			}
-		}
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("%s holds no cluster's trace files (csi/controller.jsonl, nodes/*/cri.jsonl, ...): is it the --dir of `harness cluster up`?", dir)
-	}
-	return files, nil
-}
-
-func exists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-// onNode names a node's participants after it: kubelet@node1, cri-fake@node1, cni-fake@node1 →
-// portmap@node1. The CSI controller sidecars (callers named csi-* or external-*) run once for the
-// cluster and keep their names. A CNI event names its plugins in Service (the runtime's event of a
-// whole chain has the network's name as Callee; a plugin's own event has Callee == Service, which
-// is how diagram.FoldCNI knows it), so there the plugin types are what is named.
-func onNode(ev trace.Event, node string) trace.Event {
-	if node == "" {
-		return ev
-	}
-	if !strings.HasPrefix(ev.Caller, "csi-") && !strings.HasPrefix(ev.Caller, "external-") {
-		ev.Caller += "@" + node
-	}
-	if ev.Interface != trace.CNI || ev.Service == "" {
-		ev.Callee += "@" + node
-		return ev
-	}
-	self := ev.Callee == ev.Service
-	types := strings.Split(ev.Service, ",")
-	for i, t := range types {
-		types[i] = strings.TrimSpace(t) + "@" + node
-	}
-	ev.Service = strings.Join(types, ",")
-	if self {
-		ev.Callee = ev.Service
-	}
-	return ev
-}
 
 // parseWhen reads a --since/--until value: an RFC 3339 time, or a duration before now ("90s").
 func parseWhen(s string, now time.Time) (time.Time, error) {
@@ -151,7 +80,7 @@ participants after their node: kubelet@node1 ──CSI──▶ csi-fake@node1 (
 		files[f] = ""
 	}
 	if *clusterDir != "" {
-		cf, err := clusterTraces(*clusterDir)
+		cf, err := collect.ClusterTraces(*clusterDir)
 		if err != nil {
 			return err
 		}
@@ -171,7 +100,7 @@ participants after their node: kubelet@node1 ──CSI──▶ csi-fake@node1 (
 			return err
 		}
 		for i := range evs {
-			evs[i] = onNode(evs[i], files[f])
+			evs[i] = collect.OnNode(evs[i], files[f])
 		}
 		lists = append(lists, evs)
 	}
@@ -180,7 +109,7 @@ participants after their node: kubelet@node1 ──CSI──▶ csi-fake@node1 (
 		switch {
 		case *iface != "" && !strings.EqualFold(ev.Interface, *iface),
 			*method != "" && !strings.Contains(ev.Method, *method),
-			*dropPolls && polls[ev.Method],
+			*dropPolls && diagram.Polls[ev.Method],
 			!from.IsZero() && ev.Time.Before(from),
 			!to.IsZero() && !ev.Time.Before(to):
 			continue

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugsim/plugsim/harness/collect"
 	"github.com/plugsim/plugsim/harness/trace"
 )
 
@@ -106,7 +107,7 @@ func TestTraceCluster(t *testing.T) {
 }
 
 func TestTraceClusterRefusesOtherDirs(t *testing.T) {
-	if _, err := clusterTraces(t.TempDir()); err == nil || !strings.Contains(err.Error(), "harness cluster up") {
+	if _, err := collect.ClusterTraces(t.TempDir()); err == nil || !strings.Contains(err.Error(), "harness cluster up") {
 		t.Errorf("an empty directory: %v, want an error naming harness cluster up", err)
 	}
 }

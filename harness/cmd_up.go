@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plugsim/plugsim/harness/diagram"
+	"github.com/plugsim/plugsim/harness/ui"
 	"github.com/plugsim/plugsim/harness/wiring"
 )
 
@@ -18,17 +21,37 @@ func cmdUp(args []string) error {
 csi-fake (node plugin and controller plugin sockets) under DIR, writes DIR/crictl.yaml and
 DIR/harness.json, prints the endpoints, and stays up until interrupted or 'harness down --dir DIR'.
 With --follow it prints every boundary crossing as it happens: point crictl or a kubelet at the
-CRI endpoint and watch.
+CRI endpoint and watch. With --ui 127.0.0.1:PORT it also serves the live boundary view (see
+'harness ui --help') for as long as the node is up.
 `)
 	dir := fs.String("dir", "/tmp/plugsim", "directory for the sockets, configuration and traces")
 	follow := fs.Bool("follow", true, "print each call as it crosses a boundary")
 	noPortmap := fs.Bool("no-portmap", false, "leave portmap out of the CNI chain")
 	binDir := fs.String("bin-dir", "", "directory holding cni-fake and portmap (default $PLUGSIM_BIN, or beside the harness binary)")
 	cni := fs.String("cni", "default", "default (the cni-fake → portmap conflist) or none (an empty conf dir: NetworkReady=false)")
+	uiAddr, allowRemote := uiFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	t := target{noPortmap: *noPortmap, binDir: *binDir}
+	var uiListener net.Listener
+	if *uiAddr != "" {
+		// Opened here, before prepare may re-execute the harness in a network namespace of its
+		// own: the re-executed one inherits it, so the page is on the host's loopback.
+		l, err := listenUI(*uiAddr, *allowRemote)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		uiListener = l
+		if os.Getenv(uiListenerEnv) == "" {
+			f, err := uiListenerFile(l)
+			if err != nil {
+				return err
+			}
+			t.inherit, t.inheritEnv = []*os.File{f}, []string{uiListenerEnv + "=3"}
+		}
+	}
 	if err := t.prepare(); err != nil {
 		return err
 	}
@@ -70,6 +93,19 @@ Stop with Ctrl-C or 'harness down --dir %s'.
 		n.CRIAdmin, n.CSIAdmin, abs, abs, abs)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	if uiListener != nil {
+		o, err := ui.ForNode(n.State())
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			if err := serveUI(ctx, uiListener, o); err != nil {
+				fmt.Fprintf(os.Stderr, "harness up: the view: %v\n", err)
+			}
+		}()
+	}
 	col := n.Collector()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()

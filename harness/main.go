@@ -35,6 +35,7 @@ Commands:
   trace TRACE...     draw recorded trace files as text, Mermaid (--mermaid) or SVG (--svg)
   up                 start the fakes under one directory and keep them up (--dir DIR)
   down               stop what 'harness up' started (--dir DIR)
+  ui                 the live boundary view in a browser: --addr 127.0.0.1:PORT --dir DIR | --cluster DIR
   cluster up|down    a whole cluster on the fakes: control plane, N nodes with real kubelets (root)
   methods cri|csi    list the CRI or CSI methods a scenario step can call
   conformance summary JUNIT.xml   sum up a Kubernetes e2e (conformance) run's JUnit report
@@ -43,6 +44,7 @@ Examples:
   harness run examples/scenarios/*.yaml
   harness run --diagram-dir out/ --junit out/junit.xml examples/scenarios/01-pod-lifecycle.yaml
   harness kubelet --pods 1000 --concurrency 16
+  harness up --dir /tmp/node --ui 127.0.0.1:8088 &   (then open http://127.0.0.1:8088/)
   harness up --dir /tmp/node &  crictl --config /tmp/node/crictl.yaml info;  harness down --dir /tmp/node
   harness replay --run /tmp/node/var/log/plugsim/cri.jsonl
 
@@ -63,6 +65,7 @@ var commands = map[string]command{
 	"down":        {cmdDown, "stop the fakes"},
 	"methods":     {cmdMethods, "list methods"},
 	"cluster":     {cmdCluster, "a whole cluster"},
+	"ui":          {cmdUI, "the live view in a browser"},
 	"conformance": {cmdConformance, "sum up an e2e run"},
 }
 

@@ -23,8 +23,9 @@ const netnsEnv = "PLUGSIM_HARNESS_NETNS"
 // so nothing in it can reach beyond the machine. Unix sockets live in the file system, so clients
 // in the host namespace (crictl, a kubelet) still reach the fakes.
 //
-// It returns (false, nil) when not root: the caller then leaves portmap out of the chain.
-func inOwnNetns() (bool, error) {
+// It returns (false, nil) when not root: the caller then leaves portmap out of the chain. The
+// re-executed harness inherits the files in inherit (as fds 3, 4, …) and the variables in env.
+func inOwnNetns(inherit []*os.File, env []string) (bool, error) {
 	if os.Getenv(netnsEnv) == "1" {
 		if lo, err := netlink.LinkByName("lo"); err == nil {
 			netlink.LinkSetUp(lo)
@@ -40,7 +41,8 @@ func inOwnNetns() (bool, error) {
 	}
 	cmd := exec.Command(exe, os.Args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), netnsEnv+"=1")
+	cmd.Env = append(append(os.Environ(), netnsEnv+"=1"), env...)
+	cmd.ExtraFiles = inherit
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
 	if err := cmd.Start(); err != nil {
 		return false, fmt.Errorf("re-execute in a new network namespace: %w", err)

@@ -3,7 +3,7 @@
 // steer a running fake without a restart.
 //
 //	GET    /trace            the events in the ring, as JSON lines (?since=SEQ for newer ones only)
-//	GET    /trace?follow=1   the same, then every new event as it is recorded, until the client leaves
+//	GET    /trace?follow=1   the same, then every new event as it is recorded, until the client leaves (Client.Follow)
 //	DELETE /trace            forget the events in the ring
 //	GET    /faults           the rules, as JSON, with their hit counts
 //	POST   /faults           add rules: a JSON or YAML rule, a list of rules, or {"rules": [...]}
@@ -13,6 +13,7 @@
 package admin
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -209,6 +210,47 @@ func (c *Client) Trace(since uint64) ([]trace.Event, error) {
 		return nil, fmt.Errorf("admin: GET /trace: %s: %s", resp.Status, strings.TrimSpace(string(b)))
 	}
 	return trace.Read(resp.Body, "admin trace")
+}
+
+// Follow calls fn with each event newer than since in the ring, then with every event recorded
+// after that as it is recorded (GET /trace?follow=1), until ctx ends (then it returns ctx's error)
+// or the stream breaks (the fake stopped). The stream has no deadline of its own; a fake that lost
+// events to a slow reader leaves a gap in their Seq.
+func (c *Client) Follow(ctx context.Context, since uint64, fn func(trace.Event)) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://admin/trace?follow=1&since="+strconv.FormatUint(since, 10), nil)
+	if err != nil {
+		return err
+	}
+	stream := *c.http
+	stream.Timeout = 0 // the Client's bound is for one request; a follow lasts as long as ctx
+	resp, err := stream.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("admin: GET /trace?follow=1: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64*1024), 64*1024*1024)
+	for sc.Scan() {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var ev trace.Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return fmt.Errorf("admin: GET /trace?follow=1: not a trace event: %w", err)
+		}
+		fn(ev)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return io.ErrUnexpectedEOF
 }
 
 // AddFaults adds rules and returns their IDs.

@@ -2,7 +2,9 @@ package admin
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -85,5 +87,30 @@ func TestTraceThroughAdmin(t *testing.T) {
 	var ev trace.Event
 	if err := json.Unmarshal(line, &ev); err != nil || ev.Method != "C" {
 		t.Fatalf("followed event %s (%v)", line, err)
+	}
+}
+
+// Follow hands over what the ring holds after since, then each new event as it is recorded, and
+// returns when its context ends.
+func TestFollow(t *testing.T) {
+	c, rec, _, _ := start(t)
+	rec.Record(trace.Event{Interface: trace.CRI, Method: "Version", Code: "OK"})
+	rec.Record(trace.Event{Interface: trace.CRI, Method: "Status", Code: "OK"})
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan trace.Event, 8)
+	done := make(chan error, 1)
+	go func() { done <- c.Follow(ctx, 1, func(ev trace.Event) { got <- ev }) }()
+	if ev := <-got; ev.Method != "Status" || ev.Seq != 2 {
+		t.Fatalf("first followed event: %+v, want Status (seq 2): since=1 leaves Version out", ev)
+	}
+	// Recorded while the stream is open (the subscription is made before the ring is read, so
+	// the event is not lost whichever comes first).
+	rec.Record(trace.Event{Interface: trace.CRI, Method: "RunPodSandbox", Code: "OK"})
+	if ev := <-got; ev.Method != "RunPodSandbox" || ev.Seq != 3 {
+		t.Fatalf("followed event: %+v, want RunPodSandbox (seq 3)", ev)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Follow after cancel: %v, want context.Canceled", err)
 	}
 }

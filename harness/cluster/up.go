@@ -578,6 +578,7 @@ func (c *upRun) controlPlane() error {
 	if _, err := c.startProc("csi-fake-controller", c.cpNS, c.bin("csi-fake"), []string{
 		"--mode", "controller", "--endpoint", "unix://" + ctrlSock, "--node-id", "controller",
 		"--known-nodes", "*", "--state-dir", c.path("csi", "state"), "--trace", c.path("csi", "controller.jsonl"),
+		"--admin-socket", "unix://" + controllerAdmin(c.o.Dir),
 		// The zone every node reports (see node): CreateVolume serves its requisite, refuses another's.
 		"--topology", zoneLabel(),
 	}); err != nil {
@@ -673,6 +674,10 @@ func (c *upRun) node(i int) error {
 			return err
 		}
 	}
+	// The conflist names cni-fake's faults file, which must exist (cni-fake refuses a missing one).
+	if err := nodeCNIFaults(nd).Reset(); err != nil {
+		return err
+	}
 	client, err := c.ca.issue(certSpec{cn: "system:node:" + name, groups: []string{"system:nodes"}, client: true})
 	if err != nil {
 		return err
@@ -699,7 +704,7 @@ func (c *upRun) node(i int) error {
 		// runc as containerd's default names it, and a second handler a RuntimeClass can name (what a node
 		// with gVisor installed would serve); any other handler fails RunPodSandbox as containerd's does.
 		"--runtime-handlers", "runc," + extraRuntimeHandler,
-		"--trace", filepath.Join(nd, "cri.jsonl"),
+		"--trace", filepath.Join(nd, "cri.jsonl"), "--admin-socket", "unix://" + nodeCRIAdmin(nd),
 	}); err != nil {
 		return err
 	}
@@ -713,7 +718,7 @@ func (c *upRun) node(i int) error {
 		// keeps what a pod wrote; and bind publishes put that data at the pod's mount.
 		"--node-topology=false", "--topology", zoneLabel(), "--data-dir", c.path("csi", "state"), "--mount", "bind",
 		"--register", "--plugin-registry-dir", filepath.Join(nd, "kubelet/plugins_registry"),
-		"--trace", filepath.Join(nd, "csi.jsonl"),
+		"--trace", filepath.Join(nd, "csi.jsonl"), "--admin-socket", "unix://" + nodeCSIAdmin(nd),
 	}); err != nil {
 		return err
 	}
@@ -791,6 +796,7 @@ func conflist(nd, podCIDR string) []byte {
       "mode": "veth",
       "dataDir": "%[1]s/cni/data",
       "logFile": "%[1]s/cni.jsonl",
+      "faultsFile": "%[1]s/cni/faults.json",
       "ipam": {"type": "cni-fake", "ranges": [[{"subnet": "%[2]s"}]], "routes": [{"dst": "0.0.0.0/0"}]}
     },
     {"type": "portmap", "snat": true, "capabilities": {"portMappings": true}}

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/plugsim/plugsim/harness/admin"
@@ -172,4 +174,71 @@ func Merge(lists ...[]trace.Event) []trace.Event {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out
+}
+
+// ClusterTraceFiles lists the trace files `harness cluster up` has its fakes write in dir, written
+// yet or not (cni-fake's appears with the first CNI call), each with the node it belongs to (""
+// for the control plane's csi-fake).
+func ClusterTraceFiles(dir string) (map[string]string, error) {
+	files := map[string]string{filepath.Join(dir, "csi", "controller.jsonl"): ""}
+	nodes, err := filepath.Glob(filepath.Join(dir, "nodes", "*"))
+	if err != nil {
+		return nil, err
+	}
+	for _, nd := range nodes {
+		for _, name := range []string{"cri.jsonl", "csi.jsonl", "csi-ephemeral.jsonl", "cni.jsonl"} {
+			files[filepath.Join(nd, name)] = filepath.Base(nd)
+		}
+	}
+	if len(nodes) == 0 && !exists(filepath.Join(dir, "csi", "controller.jsonl")) {
+		return nil, fmt.Errorf("%s holds no cluster's trace files (csi/controller.jsonl, nodes/*/cri.jsonl, ...): is it the --dir of `harness cluster up`?", dir)
+	}
+	return files, nil
+}
+
+// ClusterTraces lists the trace files of ClusterTraceFiles that exist.
+func ClusterTraces(dir string) (map[string]string, error) {
+	files, err := ClusterTraceFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	for f := range files {
+		if !exists(f) {
+			delete(files, f)
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s holds no cluster's trace files (csi/controller.jsonl, nodes/*/cri.jsonl, ...): is it the --dir of `harness cluster up`?", dir)
+	}
+	return files, nil
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// OnNode names a node's participants after it: kubelet@node1, cri-fake@node1, cni-fake@node1 →
+// portmap@node1. The CSI controller sidecars (callers named csi-* or external-*) run once for the
+// cluster and keep their names. A CNI event names its plugins in Service (the runtime's event of a
+// whole chain has the network's name as Callee; a plugin's own event has Callee == Service, which
+// is how diagram.FoldCNI knows it), so there the plugin types are what is named.
+func OnNode(ev trace.Event, node string) trace.Event {
+	if node == "" {
+		return ev
+	}
+	if !strings.HasPrefix(ev.Caller, "csi-") && !strings.HasPrefix(ev.Caller, "external-") {
+		ev.Caller += "@" + node
+	}
+	if ev.Interface != trace.CNI || ev.Service == "" {
+		ev.Callee += "@" + node
+		return ev
+	}
+	self := ev.Callee == ev.Service
+	types := strings.Split(ev.Service, ",")
+	for i, t := range types {
+		types[i] = strings.TrimSpace(t) + "@" + node
+	}
+	ev.Service = strings.Join(types, ",")
+	if self {
+		ev.Callee = ev.Service
+	}
+	return ev
 }

@@ -539,6 +539,9 @@ func (f CNIFaultFile) AddFaults(r ...faults.Rule) ([]string, error) { return f.A
 // ClearFaults removes every rule.
 func (f CNIFaultFile) ClearFaults() error { return f.Reset() }
 
+// Faults returns the rules with the counts cni-fake kept for them.
+func (f CNIFaultFile) Faults() ([]faults.Rule, error) { return f.Rules() }
+
 // FaultSet adapts an in-process fault set to scenario.FaultTarget.
 type FaultSet struct{ *faults.Set }
 

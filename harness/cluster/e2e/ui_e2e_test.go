@@ -1,0 +1,68 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/plugsim/plugsim/harness/ui/browsertest"
+)
+
+// The live view of a 1-node cluster in headless Chromium: `kubectl apply` of
+// examples/csi/pvc-pod.yaml draws the real external-provisioner's CreateVolume, the
+// external-attacher's ControllerPublishVolume, the node's kubelet staging and publishing the
+// volume, and its CRI calls with the CNI chain, each lane named after its node; following the pod
+// shows its volume's CSI calls beside its CRI and CNI ones. `make ui-screenshots` keeps the
+// screenshot in harness/docs.
+func TestClusterView(t *testing.T) {
+	browsertest.Chromium(t)
+	c := upCluster(t, 1)
+	url := browsertest.StartView(t, exec.Command(filepath.Join(c.bin, "harness"), "ui", "--cluster", c.dir, "--addr", "127.0.0.1:0"))
+	ctx := browsertest.Open(t, url)
+
+	manifest, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "csi", "pvc-pod.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.apply(string(manifest))
+	c.waitPod("writer", 300*time.Second, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && podReady(p) })
+	browsertest.WaitFor(t, ctx, `[...document.querySelectorAll('#rows .call')].some(r => r.dataset.method === 'NodePublishVolume')`, "NodePublishVolume drawn")
+	want := []string{"CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"}
+	got := browsertest.Methods(t, ctx)
+	i := 0
+	for _, m := range got {
+		if i < len(want) && m == want[i] {
+			i++
+		}
+	}
+	if i != len(want) || !strings.Contains(strings.Join(got, ","), "RunPodSandbox") {
+		t.Errorf("calls drawn %v; want %v in order, and the pod's RunPodSandbox", got, want)
+	}
+	lanes := strings.Join(browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll('#lanes .lane')].map(l => l.dataset.lane)`), ",")
+	for _, l := range []string{"kubelet@node1", "cri-fake@node1", "cni-fake@node1", "csi-fake (controller)", "csi-fake@node1 (node)"} {
+		if !strings.Contains(lanes, l) {
+			t.Errorf("lanes %s lack %s", lanes, l)
+		}
+	}
+	browsertest.Screenshot(t, ctx, "ui-cluster-pvc-pod")
+	// Following the pod: its sandbox, CNI ADD and its volume's calls, CreateVolume included.
+	browsertest.Click(t, ctx, `#rows .call[data-method="NodePublishVolume"]`)
+	browsertest.WaitFor(t, ctx, `!document.getElementById('follow').hidden`, "the follow button (the publish names its pod)")
+	browsertest.Click(t, ctx, `#follow`)
+	browsertest.WaitFor(t, ctx, `!document.getElementById('follow-banner').hidden`, "the follow banner")
+	followed := strings.Join(browsertest.Methods(t, ctx), ",")
+	for _, m := range []string{"RunPodSandbox", "ADD", "CreateVolume", "NodePublishVolume"} {
+		if !strings.Contains(followed, m) {
+			t.Errorf("following pod default/writer drew %s: no %s", followed, m)
+		}
+	}
+	browsertest.Screenshot(t, ctx, "ui-cluster-follow-pod")
+	c.mustKubectl("delete", "-f", filepath.Join("..", "..", "..", "examples", "csi", "pvc-pod.yaml"), "--wait=false")
+}
