@@ -76,7 +76,7 @@ func TestContainerIOAttach(t *testing.T) {
 	inW2.Close()
 	select {
 	case <-done2:
-	case <-time.After(10 * time.Second):
+	case <-time.After(hangBound):
 		t.Fatal("stdinOnce session did not end with the container")
 	}
 	if code := p.Wait(); code != 0 {

@@ -58,6 +58,11 @@ func startProc(tb testing.TB, spec Spec) *Process {
 	return p
 }
 
+// hangBound is how long a test waits for something that must happen before it calls it a hang.
+// It bounds hangs only, never speed: a -race run on a machine shared with other jobs can take
+// seconds for what takes milliseconds alone.
+const hangBound = 2 * time.Minute
+
 // runCmd runs args as a container's main process to completion.
 func runCmd(tb testing.TB, spec Spec) (stdout, stderr string, code int) {
 	tb.Helper()
@@ -66,8 +71,8 @@ func runCmd(tb testing.TB, spec Spec) (stdout, stderr string, code int) {
 	p := startProc(tb, spec)
 	select {
 	case <-p.Done():
-	case <-time.After(20 * time.Second):
-		tb.Fatalf("%q did not exit in 20s; stdout %q stderr %q", spec.Args, so.String(), se.String())
+	case <-time.After(hangBound):
+		tb.Fatalf("%q did not exit in %v; stdout %q stderr %q", spec.Args, hangBound, so.String(), se.String())
 	}
 	code, _ = p.ExitCode()
 	return so.String(), se.String(), code
@@ -82,10 +87,10 @@ func sh(tb testing.TB, fsys *FS, script string) (stdout, stderr string, code int
 	return runCmd(tb, Spec{Args: []string{"sh", "-c", script}, FS: fsys, Hostname: "testhost"})
 }
 
-// waitFor polls cond until it holds or 10 seconds pass.
+// waitFor polls cond until it holds or hangBound passes.
 func waitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(hangBound)
 	for !cond() {
 		if time.Now().After(deadline) {
 			tb.Fatalf("timed out waiting for %s", what)

@@ -73,14 +73,17 @@ func TestSignals(t *testing.T) {
 				}
 				return false
 			})
-			// Let the command install its handler (trap, pause) before the signal.
-			time.Sleep(20 * time.Millisecond)
+			// A trap is set before the loop's sleep starts; pause, pid 1 itself, sets its
+			// handler once running: wait for that, not for a guess at how long it takes.
+			if tc.args[0] == "/pause" {
+				waitFor(t, "pause's signal handler", p.HasSignalHandler)
+			}
 			if err := p.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}
 			select {
 			case <-p.Done():
-			case <-time.After(10 * time.Second):
+			case <-time.After(hangBound):
 				t.Fatal("process did not end after the signal")
 			}
 			code, exited := p.ExitCode()
@@ -181,7 +184,7 @@ func TestExecSync(t *testing.T) {
 	p.Wait()
 	select {
 	case <-long.Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(hangBound):
 		t.Fatal("exec survived its container")
 	}
 	if _, err := p.Exec(ctx, ExecSpec{Args: []string{"true"}}); !errors.Is(err, ErrNotRunning) {
@@ -303,7 +306,7 @@ func TestSharedPIDNamespace(t *testing.T) {
 	for _, p := range []*Process{web, box} {
 		select {
 		case <-p.Done():
-		case <-time.After(5 * time.Second):
+		case <-time.After(hangBound):
 			t.Fatal("a container survived the end of its PID namespace's pid 1")
 		}
 	}

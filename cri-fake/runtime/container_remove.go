@@ -35,7 +35,7 @@ func (s *Service) removeContainer(ctx context.Context, c *store.Container) error
 	}
 	s.containers.Delete(c)
 	s.releaseContainer(c.ID)
-	s.unpersistContainer(c.ID)
+	s.forgetContainer(c)
 	if sb, err := s.sandboxes.Get(c.SandboxID); err == nil {
 		s.emit(runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, sb, c)
 	}

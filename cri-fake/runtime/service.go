@@ -204,7 +204,7 @@ func (s *Service) persistSandbox(sb *store.Sandbox) {
 
 func (s *Service) persistContainer(c *store.Container) {
 	if s.opts.Persister != nil {
-		if err := s.opts.Persister.SaveContainer(c); err != nil {
+		if err := c.Save(s.opts.Persister.SaveContainer); err != nil {
 			s.opts.Logf("save container %s: %v", c.ID, err)
 		}
 	}
@@ -214,6 +214,16 @@ func (s *Service) unpersistSandbox(id string) {
 	if s.opts.Persister != nil {
 		if err := s.opts.Persister.DeleteSandbox(id); err != nil {
 			s.opts.Logf("delete sandbox %s state: %v", id, err)
+		}
+	}
+}
+
+// forgetContainer deletes the record of a container being removed; no later save of it (an exit
+// recorded at the same moment) writes it again.
+func (s *Service) forgetContainer(c *store.Container) {
+	if s.opts.Persister != nil {
+		if err := c.Forget(s.opts.Persister.DeleteContainer); err != nil {
+			s.opts.Logf("delete container %s state: %v", c.ID, err)
 		}
 	}
 }

@@ -45,6 +45,13 @@ type Container struct {
 	exited chan struct{}
 	// task is the started container's main process, set while the container is RUNNING.
 	task task.Task
+
+	// saving orders the container's record on disk: a save (its exit, recorded by the task's
+	// exit notice) and the removal's delete never interleave, and once forgotten is set no save
+	// writes the record again — otherwise an exit recorded just as RemoveContainer deletes the
+	// file could bring it back, a container that reappears after a restart.
+	saving    sync.Mutex
+	forgotten bool
 }
 
 // ContainerStatus is the mutable part of a container.
@@ -172,6 +179,24 @@ func (c *Container) SetRemoving() error {
 	}
 	c.status.Removing = true
 	return nil
+}
+
+// Save runs save, which writes the container's record, unless the record was forgotten.
+func (c *Container) Save(save func(*Container) error) error {
+	c.saving.Lock()
+	defer c.saving.Unlock()
+	if c.forgotten {
+		return nil
+	}
+	return save(c)
+}
+
+// Forget runs del, which deletes the container's record, and keeps any later Save from writing it.
+func (c *Container) Forget(del func(id string) error) error {
+	c.saving.Lock()
+	defer c.saving.Unlock()
+	c.forgotten = true
+	return del(c.ID)
 }
 
 // ResetRemoving undoes SetRemoving after a failed removal.

@@ -150,3 +150,27 @@ func TestSandboxStore(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestForgottenContainerIsNotSavedAgain: once a removal has deleted a container's record, an
+// exit recorded at the same moment must not write it back (the record would outlive the
+// container and bring it back after a restart).
+func TestForgottenContainerIsNotSavedAgain(t *testing.T) {
+	c := NewContainer(ContainerSpec{ID: "c1"})
+	var saved, deleted int
+	save := func(*Container) error { saved++; return nil }
+	if err := c.Save(save); err != nil || saved != 1 {
+		t.Fatalf("save before removal: %v, %d saves", err, saved)
+	}
+	if err := c.Forget(func(id string) error {
+		if id != "c1" {
+			t.Errorf("deleted %q", id)
+		}
+		deleted++
+		return nil
+	}); err != nil || deleted != 1 {
+		t.Fatalf("forget: %v, %d deletes", err, deleted)
+	}
+	if err := c.Save(save); err != nil || saved != 1 {
+		t.Fatalf("save after removal: %v, %d saves, want the record left deleted", err, saved)
+	}
+}

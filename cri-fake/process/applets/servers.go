@@ -52,6 +52,16 @@ type server struct {
 	logLine func(r *http.Request, status, size int) string
 	// bindError formats the message printed when a port cannot be bound.
 	bindError func(port int, err error) string
+	// announce prints the program's start-up banner (nil: none). It runs once the ports are
+	// bound, so a client that waits for the banner finds them listening; when a bind fails it
+	// runs before the error, the order the real program prints them in.
+	announce func()
+}
+
+func (s *server) announced() {
+	if s.announce != nil {
+		s.announce()
+	}
 }
 
 func (s *server) run() int {
@@ -63,11 +73,13 @@ func (s *server) run() int {
 			for _, l := range listeners {
 				l.Close()
 			}
+			s.announced()
 			fmt.Fprintln(p.Stderr, s.bindError(port, err))
 			return 1
 		}
 		listeners = append(listeners, l)
 	}
+	s.announced()
 	var logMu sync.Mutex
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
@@ -261,8 +273,10 @@ func appletHttpd(p *kernel.Proc) int {
 		bindError: func(port int, err error) string {
 			return fmt.Sprintf("(%d)%s: AH00072: make_sock: could not bind to address [::]:%d\nno listening sockets available, shutting down", errnoOf(err), vfs.Strerror(err), port)
 		},
+		announce: func() {
+			fmt.Fprintf(p.Stderr, "[%s] [mpm_event:notice] [pid %d:tid 1] AH00489: Apache/2.4.39 (Unix) configured -- resuming normal operations\n", time.Now().Format("Mon Jan 02 15:04:05.000000 2006"), p.Pid())
+		},
 	}
-	fmt.Fprintf(p.Stderr, "[%s] [mpm_event:notice] [pid %d:tid 1] AH00489: Apache/2.4.39 (Unix) configured -- resuming normal operations\n", time.Now().Format("Mon Jan 02 15:04:05.000000 2006"), p.Pid())
 	code := s.run()
 	if code == 0 {
 		fmt.Fprintf(p.Stderr, "[%s] [mpm_event:notice] [pid %d:tid 1] AH00491: caught SIGTERM, shutting down\n", time.Now().Format("Mon Jan 02 15:04:05.000000 2006"), p.Pid())
@@ -301,8 +315,8 @@ func appletAgnhost(p *kernel.Proc) int {
 				fmt.Fprint(w, p.Hostname())
 			}),
 			bindError: func(port int, err error) string { return fmt.Sprintf("Error from Listen(): %v", err) },
+			announce:  func() { fmt.Fprintf(p.Stdout, "Serving on port %d.\n", port) },
 		}
-		fmt.Fprintf(p.Stdout, "Serving on port %d.\n", port)
 		return s.run()
 	case "netexec":
 		port, _ := strconv.Atoi(longFlag(args, "http-port", "8080"))
@@ -360,8 +374,8 @@ func netexec(p *kernel.Proc, port int) int {
 		json.NewEncoder(w).Encode(result)
 	})
 	s := &server{p: p, ports: []int{port}, handler: mux,
-		bindError: func(port int, err error) string { return fmt.Sprintf("listen tcp :%d: %v", port, err) }}
-	fmt.Fprintf(p.Stdout, "Started HTTP server on port %d\n", port)
+		bindError: func(port int, err error) string { return fmt.Sprintf("listen tcp :%d: %v", port, err) },
+		announce:  func() { fmt.Fprintf(p.Stdout, "Started HTTP server on port %d\n", port) }}
 	done := make(chan int, 1)
 	go func() {
 		defer p.RecoverCrash()
