@@ -211,7 +211,7 @@ func FuzzCRI(f *testing.F) {
 		}
 		defer conn.Close()
 		p := &criProgram{t: t, rt: runtimeapi.NewRuntimeServiceClient(conn), img: runtimeapi.NewImageServiceClient(conn),
-			Program: callfuzz.Program{Prog: prog, Name: name}, cmd: cmd}
+			Program: callfuzz.Program{Prog: prog, Name: callfuzz.WireString(name)}, cmd: callfuzz.WireString(cmd)}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		for p.More() {

@@ -215,7 +215,7 @@ func FuzzCSI(f *testing.F) {
 		}
 		defer conn.Close()
 		p := &csiProgram{t: t, id: csi.NewIdentityClient(conn), ctl: csi.NewControllerClient(conn), node: csi.NewNodeClient(conn),
-			Program: callfuzz.Program{Prog: prog, Name: name}, path: path, dir: filepath.Join(dir, "targets")}
+			Program: callfuzz.Program{Prog: prog, Name: callfuzz.WireString(name)}, path: callfuzz.WireString(path), dir: filepath.Join(dir, "targets")}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		for p.More() {

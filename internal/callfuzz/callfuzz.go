@@ -6,6 +6,7 @@ package callfuzz
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -20,6 +21,12 @@ type Program struct {
 	Name string
 	seq  int
 }
+
+// WireString is s as a client can send it in a proto3 string field: valid UTF-8, each invalid
+// byte replaced by U+FFFD. grpc-go refuses to marshal any other string ("string field contains
+// invalid UTF-8", Internal, on the client's side), so a server never receives one; a fuzzed
+// string given to a call as it is would fail in the client, not test the fake.
+func WireString(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // More reports whether any of the program is left.
 func (p *Program) More() bool { return len(p.Prog) > 0 }
