@@ -231,7 +231,9 @@ conformance: deps build $(BIN)/portmap kubelet control-plane sidecars conformanc
 # Go native fuzzing: every parser of outside input and the CRI and CSI handlers (package:target;
 # each target's seeds and testdata/fuzz corpus also run in plain `go test`). `make fuzz` runs each
 # for FUZZTIME; CI runs `make fuzz-smoke`, a few seconds each. A crasher is written to the
-# package's testdata/fuzz/<target>/ and fails the run: fix it and keep the file as a seed.
+# package's testdata/fuzz/<target>/ and fails the run: fix it and keep the file as a seed. A bare
+# "context deadline exceeded" with no input written is Go 1.26's coordinator race at the end of
+# -fuzztime (go.dev/issue/75804), not a finding: it is reported, and does not fail the run.
 FUZZ_TARGETS := \
 	cni-fake/plugin:FuzzParseConfig cni-fake/plugin:FuzzParseCNIArgs cni-fake/plugin:FuzzRun \
 	cni-fake/ipam:FuzzParseConfig cni-fake/ipam:FuzzLeaseFile \
@@ -251,6 +253,9 @@ fuzz: ## run every fuzz target for FUZZTIME (default 30s each); a crasher lands 
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel $${FUZZ_PARALLEL:-2} ./$$pkg/ >$$out 2>&1; rc=$$?; \
 		last=$$(grep '^fuzz: elapsed' $$out | tail -n 1); \
 		if [ $$rc -eq 0 ]; then echo "ok   $$pkg $$name: $${last#fuzz: }"; \
+		elif ! grep -q 'Failing input written' $$out && grep -qx '    context deadline exceeded' $$out && \
+			! grep -vE '^(fuzz: .*|--- FAIL: .*|    context deadline exceeded|FAIL|FAIL[[:space:]].*|exit status 1|)$$' $$out | grep -q .; then \
+			echo "ok   $$pkg $$name: $${last#fuzz: } (then Go's fuzz coordinator reported its own -fuzztime deadline as a failure, no input failed: go.dev/issue/75804, fixed in Go 1.27)"; \
 		else fail=1; echo "FAIL $$pkg $$name"; grep -v '^fuzz: elapsed' $$out | tail -n 30; fi; \
 	done; rm -f $$out; exit $$fail
 
