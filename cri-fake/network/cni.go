@@ -230,10 +230,14 @@ func podIPs(r *types100.Result) []string {
 				continue
 			}
 		}
-		if ipc.Address.IP.To4() != nil {
-			v4 = append(v4, ipc.Address.IP.String())
-		} else {
-			v6 = append(v6, ipc.Address.IP.String())
+		switch ip := ipc.Address.IP; {
+		case len(ip) != net.IPv4len && len(ip) != net.IPv6len:
+			// No address (or a malformed one) is no pod IP: its String is "<nil>" or "?…".
+			continue
+		case ip.To4() != nil:
+			v4 = append(v4, ip.String())
+		default:
+			v6 = append(v6, ip.String())
 		}
 	}
 	return append(v4, v6...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,9 @@ func FuzzCNIResult(f *testing.F) {
 		ips := podIPs(r)
 		v6 := false
 		for _, ip := range ips {
+			if net.ParseIP(ip) == nil {
+				t.Fatalf("pod IPs %v: %q is no IP address", ips, ip)
+			}
 			isV4 := !strings.Contains(ip, ":")
 			if isV4 && v6 {
 				t.Fatalf("pod IPs %v: IPv4 after IPv6", ips)

@@ -17,6 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/plugsim/plugsim/harness/call"
 	"github.com/plugsim/plugsim/harness/diagram"
@@ -99,6 +100,11 @@ func Scenario(events []trace.Event, opts Options) ([]byte, Stats, error) {
 			// parser refuses ("want a mapping").
 			if _, ok := req.(map[string]any); !ok && req != nil {
 				return nil, st, fmt.Errorf("event %d (%s): request is not a JSON object", ev.Seq, ev.Method)
+			}
+			// And a message of the method's request type, as a client would marshal it: a field
+			// the type lacks would write a step the scenario parser refuses.
+			if err := protojson.Unmarshal(ev.Request, m.Input.New().Interface()); err != nil && req != nil {
+				return nil, st, fmt.Errorf("event %d (%s): request is no %s: %w", ev.Seq, ev.Method, m.Input.Descriptor().FullName(), err)
 			}
 		}
 		if ev.Code != "" && !isCodeName(ev.Code) {
