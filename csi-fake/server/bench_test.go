@@ -74,12 +74,13 @@ type lifecycle struct {
 	cc              csi.ControllerClient
 	nc              csi.NodeClient
 	staging, target string
+	name            string // the volumes' names are name + a count
 	n               int
 }
 
 func (l *lifecycle) run(ctx context.Context) error {
 	l.n++
-	v, err := l.cc.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "pvc-" + strconv.Itoa(l.n), VolumeCapabilities: []*csi.VolumeCapability{snw},
+	v, err := l.cc.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: l.name + strconv.Itoa(l.n), VolumeCapabilities: []*csi.VolumeCapability{snw},
 		CapacityRange: &csi.CapacityRange{RequiredBytes: gib}})
 	if err != nil {
 		return fmt.Errorf("CreateVolume: %w", err)
@@ -129,11 +130,16 @@ func (l *lifecycle) run(ctx context.Context) error {
 
 // newLifecycle puts the CO's staging and target paths in dir.
 func newLifecycle(b *testing.B, ep, dir string) *lifecycle {
-	conn := dial(b, ep)
+	return lifecycleOver(dial(b, ep), dir, "pvc-")
+}
+
+// lifecycleOver runs lifecycles over conn, with the CO's staging and target paths in dir and
+// volumes named name + a count.
+func lifecycleOver(conn *grpc.ClientConn, dir, name string) *lifecycle {
 	os.MkdirAll(filepath.Join(dir, "staging"), 0o755)
 	os.MkdirAll(filepath.Join(dir, "pods"), 0o755)
 	return &lifecycle{cc: csi.NewControllerClient(conn), nc: csi.NewNodeClient(conn),
-		staging: filepath.Join(dir, "staging"), target: filepath.Join(dir, "pods", "mount")}
+		staging: filepath.Join(dir, "staging"), target: filepath.Join(dir, "pods", "mount"), name: name}
 }
 
 // BenchmarkVolumeLifecycle runs the nine-call lifecycle against csi-fake (state in memory, trace
