@@ -28,12 +28,22 @@ const MaxLogLine = 16 * 1024
 // records ending with an F record. A trailing line without newline is kept
 // until its newline arrives or the stream is closed (then it is written as F,
 // as containerd does at EOF). Safe for concurrent use.
+//
+// What it keeps in memory is bounded whatever the output: under MaxLogLine of a line still open
+// per stream, and the records of one write batched into at most flushAt bytes before they go to
+// the file (TestLogStreamKeepsLessThanALineWhateverTheWrite). The file itself is the kubelet's to
+// rotate (ReopenContainerLog).
 type LogWriter struct {
-	mu   sync.Mutex
-	path string
-	f    *os.File
-	now  func() time.Time
+	mu    sync.Mutex
+	path  string
+	f     *os.File
+	now   func() time.Time
+	batch []byte // records not yet written to f; flushed at flushAt and at the end of each write
 }
+
+// flushAt is the size at which batched records are written to the file: a write of many short
+// lines costs a system call per 64 KiB, not one per line.
+const flushAt = 64 << 10
 
 // NewLogWriter opens (creating parent directories and the file, appending)
 // the log at path.
@@ -79,6 +89,7 @@ func (w *LogWriter) Reopen() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.f != nil {
+		w.flushLocked() // what was written before the rotation belongs to the old file
 		w.f.Close()
 		w.f = nil
 	}
@@ -95,28 +106,56 @@ func (w *LogWriter) Close() error {
 	if w.f == nil {
 		return nil
 	}
-	err := w.f.Close()
+	err := w.flushLocked()
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
 	w.f = nil
 	return err
 }
 
+// record adds one record to the batch, writing the batch out once it reaches flushAt.
 func (w *LogWriter) record(stream, tag string, content []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.f == nil {
 		return os.ErrClosed
 	}
-	var b bytes.Buffer
-	b.Grow(len(content) + 48)
-	b.WriteString(w.now().Format(time.RFC3339Nano))
-	b.WriteByte(' ')
-	b.WriteString(stream)
-	b.WriteByte(' ')
-	b.WriteString(tag)
-	b.WriteByte(' ')
-	b.Write(content)
-	b.WriteByte('\n')
-	_, err := w.f.Write(b.Bytes())
+	b := w.now().AppendFormat(w.batch, time.RFC3339Nano)
+	b = append(b, ' ')
+	b = append(b, stream...)
+	b = append(b, ' ')
+	b = append(b, tag...)
+	b = append(b, ' ')
+	b = append(b, content...)
+	w.batch = append(b, '\n')
+	if len(w.batch) >= flushAt {
+		return w.flushLocked()
+	}
+	return nil
+}
+
+// flush writes the batched records to the file.
+func (w *LogWriter) flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flushLocked()
+}
+
+func (w *LogWriter) flushLocked() error {
+	if len(w.batch) == 0 {
+		return nil
+	}
+	if w.f == nil {
+		w.batch = w.batch[:0]
+		return os.ErrClosed
+	}
+	_, err := w.f.Write(w.batch)
+	if cap(w.batch) > 2*flushAt {
+		w.batch = nil // a record of a long line grew it; do not keep that
+	} else {
+		w.batch = w.batch[:0]
+	}
 	return err
 }
 
@@ -133,31 +172,62 @@ type logStream struct {
 	buf  []byte
 }
 
+// Write cuts p into records as it goes, keeping only the start of a line still open at its end
+// (under MaxLogLine: a longer one has been written out as P records), so what a stream holds does
+// not depend on how much a process writes at once.
 func (s *logStream) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.buf = append(s.buf, p...)
+	n := len(p)
 	for {
-		i := bytes.IndexByte(s.buf, '\n')
+		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
 			break
 		}
-		line := s.buf[:i]
-		if err := s.emit(line, true); err != nil {
+		if err := s.line(p[:i], true); err != nil {
 			return 0, err
 		}
-		s.buf = s.buf[i+1:]
+		p = p[i+1:]
 	}
-	for len(s.buf) >= MaxLogLine {
-		if err := s.w.record(s.name, "P", s.buf[:MaxLogLine]); err != nil {
-			return 0, err
+	if err := s.line(p, false); err != nil {
+		return 0, err
+	}
+	if err := s.w.flush(); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// line writes the pending start of a line followed by seg as records: P records of MaxLogLine
+// while there is more, then, when the line is complete, the rest as an F record; the rest of an
+// incomplete line (under MaxLogLine) stays pending.
+func (s *logStream) line(seg []byte, complete bool) error {
+	for len(s.buf)+len(seg) > MaxLogLine || (!complete && len(s.buf)+len(seg) == MaxLogLine) {
+		take := MaxLogLine - len(s.buf)
+		rec := seg[:take]
+		if len(s.buf) > 0 {
+			s.buf = append(s.buf, rec...)
+			rec = s.buf
 		}
-		s.buf = s.buf[MaxLogLine:]
+		if err := s.w.record(s.name, "P", rec); err != nil {
+			return err
+		}
+		s.buf = s.buf[:0]
+		seg = seg[take:]
 	}
-	if len(s.buf) == 0 {
-		s.buf = nil
+	if !complete {
+		s.buf = append(s.buf, seg...)
+		if len(s.buf) == 0 {
+			s.buf = nil
+		}
+		return nil
 	}
-	return len(p), nil
+	rec := seg
+	if len(s.buf) > 0 {
+		rec = append(s.buf, seg...)
+	}
+	s.buf = nil
+	return s.w.record(s.name, "F", rec)
 }
 
 // emit writes one logical line, splitting it into P records when long.
@@ -184,5 +254,8 @@ func (s *logStream) Close() error {
 	}
 	err := s.emit(s.buf, true)
 	s.buf = nil
+	if ferr := s.w.flush(); err == nil {
+		err = ferr
+	}
 	return err
 }
