@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/internal/crashtest"
 )
 
 // TestKill9UnderLoad starts the cri-fake binary on a state directory, has four clients run pods
@@ -130,53 +132,36 @@ func TestKill9UnderLoad(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var wg sync.WaitGroup
-		stop := make(chan struct{})
-		for c := range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					name := fmt.Sprintf("pod-%d-%d-%d", cycle, c, i)
-					cfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "crash", Uid: "uid-" + name}}
-					r, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
-					if err != nil {
-						return // the server is gone
-					}
-					mu.Lock()
-					pods[r.PodSandboxId] = name
-					mu.Unlock()
-					cr, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: r.PodSandboxId, SandboxConfig: cfg,
-						Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox"}, Command: []string{"sleep", "3600"}}})
-					if err != nil {
-						return
-					}
-					mu.Lock()
-					ctrs[cr.ContainerId] = r.PodSandboxId
-					mu.Unlock()
-					if i%3 == 0 {
-						_, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: r.PodSandboxId})
-						mu.Lock()
-						if err == nil {
-							removed[r.PodSandboxId] = true
-						} else {
-							unsure[r.PodSandboxId] = true
-						}
-						mu.Unlock()
-					}
+		crashtest.KillUnderLoad(4, rnd, func() { cmd.Process.Kill(); <-exited }, func(c, i int) bool {
+			name := fmt.Sprintf("pod-%d-%d-%d", cycle, c, i)
+			cfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "crash", Uid: "uid-" + name}}
+			r, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+			if err != nil {
+				return false // the server is gone
+			}
+			mu.Lock()
+			pods[r.PodSandboxId] = name
+			mu.Unlock()
+			cr, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: r.PodSandboxId, SandboxConfig: cfg,
+				Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox"}, Command: []string{"sleep", "3600"}}})
+			if err != nil {
+				return false
+			}
+			mu.Lock()
+			ctrs[cr.ContainerId] = r.PodSandboxId
+			mu.Unlock()
+			if i%3 == 0 {
+				_, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: r.PodSandboxId})
+				mu.Lock()
+				if err == nil {
+					removed[r.PodSandboxId] = true
+				} else {
+					unsure[r.PodSandboxId] = true
 				}
-			}()
-		}
-		time.Sleep(time.Duration(50+rnd.IntN(300)) * time.Millisecond) // the kill's moment, not a wait for a condition
-		cmd.Process.Kill()
-		<-exited
-		close(stop)
-		wg.Wait()
+				mu.Unlock()
+			}
+			return true
+		})
 		cancel()
 		conn.Close()
 	}

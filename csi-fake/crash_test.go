@@ -15,6 +15,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/plugsim/plugsim/internal/crashtest"
 )
 
 // TestKill9UnderLoad starts the csi-fake binary on a state directory, has four clients create
@@ -108,46 +110,29 @@ func TestKill9UnderLoad(t *testing.T) {
 			break
 		}
 		// Load, then kill -9 at a random moment.
-		var wg sync.WaitGroup
-		stop := make(chan struct{})
-		for c := range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					name := fmt.Sprintf("pvc-%d-%d-%d", cycle, c, i)
-					r, err := ctl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: name, VolumeCapabilities: []*csi.VolumeCapability{mount},
-						CapacityRange: &csi.CapacityRange{RequiredBytes: 1 << 20}})
-					if err != nil {
-						return // the server is gone
-					}
-					mu.Lock()
-					created[name] = r.Volume.VolumeId
-					calls++
-					mu.Unlock()
-					if i%3 == 0 {
-						_, err := ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: r.Volume.VolumeId})
-						mu.Lock()
-						if err == nil {
-							deleted[r.Volume.VolumeId] = true
-						} else {
-							unsure[r.Volume.VolumeId] = true
-						}
-						mu.Unlock()
-					}
+		crashtest.KillUnderLoad(4, rnd, func() { cmd.Process.Kill(); cmd.Wait() }, func(c, i int) bool {
+			name := fmt.Sprintf("pvc-%d-%d-%d", cycle, c, i)
+			r, err := ctl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: name, VolumeCapabilities: []*csi.VolumeCapability{mount},
+				CapacityRange: &csi.CapacityRange{RequiredBytes: 1 << 20}})
+			if err != nil {
+				return false // the server is gone
+			}
+			mu.Lock()
+			created[name] = r.Volume.VolumeId
+			calls++
+			mu.Unlock()
+			if i%3 == 0 {
+				_, err := ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: r.Volume.VolumeId})
+				mu.Lock()
+				if err == nil {
+					deleted[r.Volume.VolumeId] = true
+				} else {
+					unsure[r.Volume.VolumeId] = true
 				}
-			}()
-		}
-		time.Sleep(time.Duration(20+rnd.IntN(200)) * time.Millisecond) // the kill's moment, not a wait for a condition
-		cmd.Process.Kill()
-		cmd.Wait()
-		close(stop)
-		wg.Wait()
+				mu.Unlock()
+			}
+			return true
+		})
 		cancel()
 		conn.Close()
 	}

@@ -1,13 +1,15 @@
-// Package crashtest holds what the crash tests of cri-fake's packages share: a writer that panics,
-// the defect they inject where a simulated process writes its output, and a log that collects what
-// the simulation reports through its Logf (a recovered panic is logged there, so a test that
-// expects none fails on any entry).
+// Package crashtest holds what the crash tests share: a writer that panics, the defect cri-fake's
+// tests inject where a simulated process writes its output; a log that collects what the
+// simulation reports through its Logf (a recovered panic is logged there, so a test that expects
+// none fails on any entry); and the kill -9 of a fake's process while clients call it.
 package crashtest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
+	"time"
 )
 
 // PanicWriter stands for a defect of the simulation met while a process writes its output.
@@ -33,4 +35,33 @@ func (l *Log) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.Join(l.entries, "\n")
+}
+
+// KillUnderLoad has clients goroutines call call(client, i) for i = 0, 1, … until it returns
+// false (the server is gone) or the round ends, kills the server with kill after a random pause
+// of 50 to 350 ms (the moment of the kill, not a wait for a condition), then ends the round and
+// waits for every client to return.
+func KillUnderLoad(clients int, rnd *rand.Rand, kill func(), call func(client, i int) bool) {
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if !call(c, i) {
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(time.Duration(50+rnd.IntN(300)) * time.Millisecond)
+	kill()
+	close(stop)
+	wg.Wait()
 }
