@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plugsim/plugsim/cri-fake/process/containerio"
+	"github.com/plugsim/plugsim/cri-fake/process/seccomp"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
@@ -103,6 +104,13 @@ type Spec struct {
 	// pids.max); past it a fork fails with EAGAIN (sh: "can't fork: Resource temporarily
 	// unavailable"). 0 means DefaultPidsLimit. FromCRI takes it from the container's resources.
 	PidsLimit int
+	// Seccomp is the container's seccomp filter, run at the top of each simulated system call
+	// (kernel/seccomp.go); nil means none (Seccomp: 0 in /proc/<pid>/status).
+	Seccomp *seccomp.Filter
+	// Refused, when set, is why the OCI runtime would refuse to create the container's task
+	// (runc refusing its seccomp profile): StartWith fails with it, and the runtime reports it
+	// from StartContainer.
+	Refused *seccomp.CompileError
 	// Logf receives the report, with its stack, of a defect of the simulation that ended one of
 	// the container's processes (a panic, turned into that process's exit with code 139); nil
 	// means the standard logger.
@@ -228,6 +236,9 @@ func StartWith(ctx context.Context, spec Spec, applets *AppletSet) (*Process, er
 	}
 	if spec.FS == nil {
 		return nil, errors.New("process: no file system view (Spec.FS)")
+	}
+	if spec.Refused != nil {
+		return nil, spec.Refused
 	}
 	if spec.CPUs <= 0 {
 		spec.CPUs = 2

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/plugsim/plugsim/cri-fake/process/seccomp"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
@@ -24,46 +25,82 @@ import (
 // OpenWrite opens p for writing as the caller (open(2) with O_CREAT, and
 // O_APPEND when appendMode).
 func (p *Proc) OpenWrite(path string, appendMode bool, perm fs.FileMode) (io.WriteCloser, error) {
+	if stop, err := p.seccomp("openat", atCWDArg, unknownArg, openFlags(appendMode), modeArg(perm)); stop {
+		return nil, orSkipped(err)
+	}
 	return p.c.fs.OpenWriteAs(p.Cred(), path, appendMode, perm)
 }
 
 // WriteFile replaces path's content as the caller.
 func (p *Proc) WriteFile(path string, data []byte, perm fs.FileMode) error {
+	if stop, err := p.seccomp("openat", atCWDArg, unknownArg, openFlags(false), modeArg(perm)); stop {
+		return err
+	}
 	return p.c.fs.WriteFileAs(p.Cred(), path, data, perm)
 }
 
 // Touch creates path or updates its times as the caller (utimensat(2)).
-func (p *Proc) Touch(path string) error { return p.c.fs.TouchAs(p.Cred(), path) }
+func (p *Proc) Touch(path string) error {
+	if stop, err := p.seccomp("utimensat", atCWDArg, unknownArg, unknownArg, seccomp.Value(0)); stop {
+		return err
+	}
+	return p.c.fs.TouchAs(p.Cred(), path)
+}
 
 // Mkdir makes a directory as the caller (mkdir(2)).
 func (p *Proc) Mkdir(path string, perm fs.FileMode) error {
+	if stop, err := p.seccomp("mkdir", unknownArg, modeArg(perm)); stop {
+		return err
+	}
 	return p.c.fs.MkdirAs(p.Cred(), path, perm)
 }
 
 // MkdirAll makes a directory and its missing parents as the caller.
 func (p *Proc) MkdirAll(path string, perm fs.FileMode) error {
+	if stop, err := p.seccomp("mkdir", unknownArg, modeArg(perm)); stop {
+		return err
+	}
 	return p.c.fs.MkdirAllAs(p.Cred(), path, perm)
 }
 
 // Remove removes path (and what is below it when recursive) as the caller.
 func (p *Proc) Remove(path string, recursive bool) error {
+	if stop, err := p.seccompRemove(path); stop {
+		return err
+	}
 	return p.c.fs.RemoveAs(p.Cred(), path, recursive)
 }
 
 // Rename renames from to to as the caller (rename(2)).
-func (p *Proc) Rename(from, to string) error { return p.c.fs.RenameAs(p.Cred(), from, to) }
+func (p *Proc) Rename(from, to string) error {
+	if stop, err := p.seccomp("rename", unknownArg, unknownArg); stop {
+		return err
+	}
+	return p.c.fs.RenameAs(p.Cred(), from, to)
+}
 
 // Symlink makes path a symbolic link to target as the caller (symlink(2)).
-func (p *Proc) Symlink(target, path string) error { return p.c.fs.SymlinkAs(p.Cred(), target, path) }
+func (p *Proc) Symlink(target, path string) error {
+	if stop, err := p.seccomp("symlink", unknownArg, unknownArg); stop {
+		return err
+	}
+	return p.c.fs.SymlinkAs(p.Cred(), target, path)
+}
 
 // Chmod changes path's mode as the caller (chmod(2)).
 func (p *Proc) Chmod(path string, mode fs.FileMode) error {
+	if stop, err := p.seccomp("chmod", unknownArg, modeArg(mode)); stop {
+		return err
+	}
 	return p.c.fs.ChmodAs(p.Cred(), path, mode)
 }
 
 // SetHostname is sethostname(2): it needs CAP_SYS_ADMIN in the container's
 // UTS namespace (and uid 0, since capabilities are not per user here).
 func (p *Proc) SetHostname(name string) error {
+	if stop, err := p.seccomp("sethostname", unknownArg, intArg(len(name))); stop {
+		return err
+	}
 	if !p.t.id.hasCap("CAP_SYS_ADMIN") || p.t.id.UID != 0 {
 		return syscall.EPERM
 	}
@@ -80,6 +117,9 @@ func (p *Proc) SetHostname(name string) error {
 // checks. It reports, per target, ESRCH when there is none and EPERM for each
 // it may not signal; it signals the others.
 func (p *Proc) Kill(pid int, sig syscall.Signal) (denied int, err error) {
+	if stop, err := p.seccomp("kill", intArg(pid), intArg(int(sig))); stop {
+		return 0, err
+	}
 	var targets []*task
 	if pid == -1 || pid == 0 {
 		for _, t := range p.c.nsTasks() {
@@ -112,6 +152,9 @@ func (p *Proc) Kill(pid int, sig syscall.Signal) (denied int, err error) {
 // runtime's Spec.Listen when it has one, the namespace at Spec.NetNS, or the
 // node's (a host-network pod).
 func (p *Proc) Listen(port int) (net.Listener, error) {
+	if err := p.seccompSocket("bind", "listen"); err != nil {
+		return nil, err
+	}
 	addr := ":" + strconv.Itoa(port)
 	switch {
 	case p.c.spec.Listen != nil:
@@ -126,6 +169,9 @@ func (p *Proc) Listen(port int) (net.Listener, error) {
 // address and port. Without a kernel namespace (Spec.Listen) there is no
 // route: ENETUNREACH.
 func (p *Proc) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if err := p.seccompSocket("connect"); err != nil {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+	}
 	switch {
 	case p.c.spec.Listen != nil:
 		return nil, &net.OpError{Op: "dial", Net: network, Err: os.NewSyscallError("connect", syscall.ENETUNREACH)}

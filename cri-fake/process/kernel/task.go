@@ -610,8 +610,6 @@ func (t *task) status() []byte {
 	fmt.Fprintf(&b, "Uid:\t%d\t%d\t%d\t%d\nGid:\t%d\t%d\t%d\t%d\nGroups:\t%s\n", id.UID, id.UID, id.UID, id.UID, id.GID, id.GID, id.GID, id.GID, strings.Join(groups, " "))
 	fmt.Fprintf(&b, "VmRSS:\t%d kB\nThreads:\t1\n", t.memory()/1024)
 	fmt.Fprintf(&b, "CapInh:\t%016x\nCapPrm:\t%016x\nCapEff:\t%016x\nCapBnd:\t%016x\nCapAmb:\t%016x\n", 0, eff, eff, bnd, 0)
-	// Seccomp 0: no filter is installed; the simulation never enforces seccomp,
-	// so it never claims to (see README).
-	fmt.Fprintf(&b, "NoNewPrivs:\t%d\nSeccomp:\t0\nSeccomp_filters:\t0\n", nnp)
+	fmt.Fprintf(&b, "NoNewPrivs:\t%d\n%s", nnp, t.c.seccompStatus())
 	return []byte(b.String())
 }
