@@ -344,7 +344,8 @@ func ResolveIdentity(fsys *vfs.FS, imageUser string, sc *runtimeapi.LinuxContain
 // paths). The runtime then sets Stdin/Stdout/Stderr (log writer, attach) and
 // NetNS or Listen, and calls Start. Errors are what containerd reports at
 // CreateContainer (unknown user, run_as_group without a user, a missing
-// host path).
+// host path, a seccomp profile that cannot be read or parsed); a profile runc would refuse is
+// Spec.Refused, which StartContainer reports.
 func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConfig, img ImageConfig, podIPs []string) (kernel.Spec, error) {
 	var spec kernel.Spec
 	ib, err := ParseImageBehaviour(img.Behavior)
@@ -414,6 +415,9 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 	}
 	spec.Identity, err = ResolveIdentity(spec.FS, img.User, sc)
 	if err != nil {
+		return spec, err
+	}
+	if spec.Seccomp, err = seccompFilter(sc, spec.Identity.Capabilities); err != nil && !errors.As(err, &spec.Refused) {
 		return spec, err
 	}
 	spec.Env = mergeEnv(img.Env, cfg.GetEnvs())
