@@ -28,7 +28,7 @@ func SeccompReadsFile(sc *runtimeapi.LinuxContainerSecurityContext) bool {
 		return sp.GetProfileType() == runtimeapi.SecurityProfile_Localhost || sp.GetLocalhostRef() != "" ||
 			sp.GetProfileType() > runtimeapi.SecurityProfile_Localhost
 	}
-	p := sc.GetSeccompProfilePath() //nolint:staticcheck // deprecated, still honoured by containerd
+	p := sc.GetSeccompProfilePath() // deprecated in CRI, still honoured by containerd
 	return p != "" && p != "runtime/default" && p != "docker/default" && p != "unconfined"
 }
 
@@ -42,7 +42,7 @@ func seccompFilter(sc *runtimeapi.LinuxContainerSecurityContext, capabilities []
 	sp := sc.GetSeccomp()
 	if sp == nil {
 		var err error
-		if sp, err = profileFromPath(sc.GetSeccompProfilePath()); err != nil { //nolint:staticcheck // deprecated
+		if sp, err = profileFromPath(sc.GetSeccompProfilePath()); err != nil {
 			return nil, fmt.Errorf("failed to generate seccomp spec opts: %w", err)
 		}
 		if sp == nil {
