@@ -436,6 +436,8 @@ type Cred struct {
 	GIDs []int
 	// dacOverride is CAP_DAC_OVERRIDE: root and privileged processes bypass checks.
 	DACOverride bool
+	// Chown is CAP_CHOWN (ChownAs); the kernel sets it only for a chown.
+	Chown bool
 }
 
 var RootCred = Cred{DACOverride: true}
@@ -667,6 +669,9 @@ func (f *FS) Open(p string) (io.ReadCloser, error) {
 	n, ok := f.get(l.cpath)
 	if !ok {
 		return nil, pathErr("open", p, syscall.ENOENT)
+	}
+	if n.special() {
+		return nil, pathErr("open", p, syscall.ENXIO)
 	}
 	if n.isDir() {
 		return nil, pathErr("read", p, syscall.EISDIR)
@@ -965,6 +970,9 @@ func (f *FS) OpenWriteAs(c Cred, p string, appendMode bool, perm fs.FileMode) (i
 	n, ok := f.get(l.cpath)
 	if ok && n.isDir() {
 		return nil, pathErr("open", p, syscall.EISDIR)
+	}
+	if ok && n.special() {
+		return nil, pathErr("open", p, syscall.ENXIO)
 	}
 	if l.ro {
 		return nil, pathErr("open", p, syscall.EROFS)
@@ -1441,6 +1449,10 @@ type Executable struct {
 	Path   string
 	Applet string // run this applet
 	Script []byte // or interpret this script (a "#!" file) with sh
+	// Mode and Owner are the file's: execve(2) honours a set-user-ID bit
+	// (Mode&fs.ModeSetuid) by making Owner the effective uid.
+	Mode  fs.FileMode
+	Owner int
 }
 
 // lookExec resolves a file for execution: it must exist, be a regular file and
@@ -1458,7 +1470,7 @@ func (f *FS) LookExec(p string) (Executable, error) {
 		n := f.lookup(l.cpath)
 		f.mu.RUnlock()
 		if n != nil && n.applet != "" {
-			return Executable{Path: p, Applet: n.applet}, nil
+			return Executable{Path: p, Applet: n.applet, Mode: n.mode, Owner: n.uid}, nil
 		}
 	}
 	data, err := f.ReadFile(p)
