@@ -205,6 +205,10 @@ func lsMode(m fs.FileMode) string {
 		b[0] = 'l'
 	case m&fs.ModeCharDevice != 0:
 		b[0] = 'c'
+	case m&fs.ModeDevice != 0:
+		b[0] = 'b'
+	case m&fs.ModeNamedPipe != 0:
+		b[0] = 'p'
 	}
 	const rwx = "rwxrwxrwx"
 	for i := 0; i < 9; i++ {
@@ -212,9 +216,18 @@ func lsMode(m fs.FileMode) string {
 			b[i+1] = rwx[i]
 		}
 	}
-	if m&fs.ModeSticky != 0 {
-		b[9] = 't'
+	special := func(i int, bit fs.FileMode, set, setNoExec byte) {
+		switch {
+		case m&bit == 0:
+		case b[i] == 'x':
+			b[i] = set
+		default:
+			b[i] = setNoExec
+		}
 	}
+	special(3, fs.ModeSetuid, 's', 'S')
+	special(6, fs.ModeSetgid, 's', 'S')
+	special(9, fs.ModeSticky, 't', 'T')
 	return string(b)
 }
 
