@@ -144,4 +144,6 @@ func appletPing(p *kernel.Proc) int {
 func secs(v float64) time.Duration { return time.Duration(v * float64(time.Second)) }
 
 // ms formats a round trip as ping does: milliseconds with three decimals.
-func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64) }
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
+}
