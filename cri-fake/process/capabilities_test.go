@@ -133,3 +133,21 @@ func TestSetuidAndNoNewPrivs(t *testing.T) {
 		}
 	}
 }
+
+// TestMknodNodes: the nodes mknod makes are listed with their type, a FIFO
+// needs no capability, and opening a device or FIFO is ENXIO (no device is
+// simulated).
+func TestMknodNodes(t *testing.T) {
+	_, errOut, code := runCmd(t, Spec{Args: []string{"sh", "-c", "mknod /tmp/b b 7 0 && mknod /tmp/p p"},
+		FS: newFS(t, FSConfig{}), Identity: capsIdentity(nil, []string{"MKNOD"})})
+	if want := "mknod: /tmp/b: Operation not permitted\n"; errOut != want || code != 1 {
+		t.Errorf("without CAP_MKNOD: stderr %q code %d, want %q", errOut, code, want)
+	}
+	out, errOut, code := runCmd(t, Spec{Args: []string{"sh", "-c",
+		"mknod /tmp/b b 7 0 && mknod -m 600 /tmp/p p && ls -l /tmp/b /tmp/p | cut -c1-10; cat /tmp/b; echo x > /tmp/p"},
+		FS: newFS(t, FSConfig{}), Identity: capsIdentity(nil, nil)})
+	wantErr := "cat: can't open '/tmp/b': No such device or address\nsh: can't create /tmp/p: No such device or address\n"
+	if out != "brw-r--r--\nprw-------\n" || errOut != wantErr || code != 1 {
+		t.Errorf("stdout %q stderr %q code %d, want the two nodes listed and %q", out, errOut, code, wantErr)
+	}
+}

@@ -98,15 +98,12 @@ func appletMknod(p *kernel.Proc) int {
 	if err != nil {
 		return usage(p, err)
 	}
-	perm := fs.FileMode(0o666)
-	if m, ok := opts['m']; ok {
-		n, err := strconv.ParseUint(m, 8, 32)
-		if err != nil {
-			p.Errorf("invalid mode '%s'", m)
-			return 1
-		}
-		perm = fs.FileMode(n).Perm()
+	// 0666 less the umask (0022; the simulation's umask is fixed), or -m exactly, as busybox does.
+	perm, ok := modeOption(p, opts, 0o644)
+	if !ok {
+		return 1
 	}
+	perm = perm.Perm()
 	if len(args) < 2 {
 		p.Errorf("usage: mknod [-m MODE] NAME TYPE [MAJOR MINOR]")
 		return 1

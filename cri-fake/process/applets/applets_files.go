@@ -332,19 +332,29 @@ func appletLs(p *kernel.Proc) int {
 	return st
 }
 
+// modeOption is the octal -m MODE of mkdir and mknod (def when not given);
+// false after it printed that MODE is invalid.
+func modeOption(p *kernel.Proc, opts map[byte]string, def fs.FileMode) (fs.FileMode, bool) {
+	m, ok := opts['m']
+	if !ok {
+		return def, true
+	}
+	v, err := strconv.ParseUint(m, 8, 32)
+	if err != nil {
+		p.Errorf("invalid mode '%s'", m)
+		return 0, false
+	}
+	return fs.FileMode(v), true
+}
+
 func appletMkdir(p *kernel.Proc) int {
 	opts, names, err := flags(p.Args[1:], "m")
 	if err != nil {
 		return usage(p, err)
 	}
-	perm := fs.FileMode(0o755)
-	if m, ok := opts['m']; ok {
-		v, err := strconv.ParseUint(m, 8, 32)
-		if err != nil {
-			p.Errorf("invalid mode '%s'", m)
-			return 1
-		}
-		perm = fs.FileMode(v)
+	perm, ok := modeOption(p, opts, 0o755)
+	if !ok {
+		return 1
 	}
 	st := 0
 	for _, n := range names {

@@ -89,10 +89,6 @@ func (p *Proc) need(c Capability) error {
 	return nil
 }
 
-// Capable reports whether the caller has c in its effective set (an applet
-// that decides by it, as ping does before it opens its raw socket).
-func (p *Proc) Capable(c Capability) bool { return p.t.id.capable(c) }
-
 // execIdentity is who a process runs as after it exec's exe (execve(2)): a
 // set-user-ID program makes its owner the effective uid, unless no_new_privs
 // is set (prctl(2) PR_SET_NO_NEW_PRIVS: "execve promises not to grant

@@ -1096,22 +1096,32 @@ func (f *FS) MkdirAs(c Cred, p string, perm fs.FileMode) error {
 			return wrapNil("mkdir", p, r.Chmod(l.rel, perm.Perm()|special)) // Root.Mkdir takes permission bits only
 		}
 		return nil
+	}
+	return f.create(c, l, "mkdir", p, fs.ModeDir|perm.Perm())
+}
+
+// create makes a new node of mode at l as c (mkdir, mknod) where l is not a
+// host mount: EEXIST for what is there (or is a /proc, /dev or masked path),
+// EROFS in /proc's files, the parent's write permission, ENOSPC past the
+// memory bound. Caller holds f.mu.
+func (f *FS) create(c Cred, l loc, op, p string, mode fs.FileMode) error {
+	switch l.kind {
 	case locProc, locDev, locMasked:
 		if l.kind == locMasked || l.rel == "" || f.procIsDir(l.rel) || l.kind == locDev {
-			return pathErr("mkdir", p, syscall.EEXIST)
+			return pathErr(op, p, syscall.EEXIST)
 		}
-		return pathErr("mkdir", p, syscall.EROFS)
+		return pathErr(op, p, syscall.EROFS)
 	}
 	if _, ok := f.get(l.cpath); ok {
-		return pathErr("mkdir", p, syscall.EEXIST)
+		return pathErr(op, p, syscall.EEXIST)
 	}
 	if err := f.writableParent(c, l); err != nil {
-		return pathErr("mkdir", p, err)
+		return pathErr(op, p, err)
 	}
 	if !f.fits(EntryCost(l.cpath)) {
-		return pathErr("mkdir", p, syscall.ENOSPC)
+		return pathErr(op, p, syscall.ENOSPC)
 	}
-	f.set(l.cpath, f.newNode(c, fs.ModeDir|perm.Perm()))
+	f.set(l.cpath, f.newNode(c, mode))
 	return nil
 }
 

@@ -23,29 +23,13 @@ func (f *FS) MknodAs(c Cred, p string, mode fs.FileMode) error {
 	if err != nil {
 		return pathErr("mknod", p, err)
 	}
-	switch l.kind {
-	case locHost:
+	if l.kind == locHost {
 		if l.ro {
 			return pathErr("mknod", p, syscall.EROFS)
 		}
 		return pathErr("mknod", p, syscall.EPERM)
-	case locProc, locDev, locMasked:
-		if l.rel == "" || l.kind != locProc || f.procIsDir(l.rel) {
-			return pathErr("mknod", p, syscall.EEXIST)
-		}
-		return pathErr("mknod", p, syscall.EROFS)
 	}
-	if _, ok := f.get(l.cpath); ok {
-		return pathErr("mknod", p, syscall.EEXIST)
-	}
-	if err := f.writableParent(c, l); err != nil {
-		return pathErr("mknod", p, err)
-	}
-	if !f.fits(EntryCost(l.cpath)) {
-		return pathErr("mknod", p, syscall.ENOSPC)
-	}
-	f.set(l.cpath, f.newNode(c, mode&(fs.ModeDevice|fs.ModeCharDevice|fs.ModeNamedPipe)|mode.Perm()))
-	return nil
+	return f.create(c, l, "mknod", p, mode&(fs.ModeDevice|fs.ModeCharDevice|fs.ModeNamedPipe)|mode.Perm())
 }
 
 // special reports whether n is a device or FIFO MknodAs made, which opens fail on.
