@@ -55,6 +55,11 @@ func ImageLayer(img ImageConfig) (*vfs.Layer, error) {
 		}
 		layer.AddApplet(p, applet)
 	}
+	for _, p := range ib.Setuid {
+		if !layer.SetUID(p) {
+			return nil, fmt.Errorf("image behavior setuid: %s is not a file of the image", p)
+		}
+	}
 	// An image contains the program its config runs. When the base does not
 	// have it, it becomes a generic program: it runs, prints nothing and ends
 	// on a signal (default actions: TERM 143), plus what the behaviour says.
@@ -106,6 +111,9 @@ type ImageBehaviour struct {
 	// Executables maps paths in the image to the applet they behave like
 	// ({"/usr/bin/myserver": "agnhost"}).
 	Executables map[string]string `json:"executables,omitempty"`
+	// Setuid lists image files (executables above, or the base's) that have
+	// the set-user-ID bit and are owned by root, as `chmod +s` leaves them.
+	Setuid []string `json:"setuid,omitempty"`
 }
 
 // ParseImageBehaviour decodes the catalog's behaviour JSON (empty is fine).

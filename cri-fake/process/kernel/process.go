@@ -28,11 +28,18 @@ type Identity struct {
 	Username string
 	// Capabilities is the bounding set by name ("CAP_NET_ADMIN" or "NET_ADMIN").
 	// nil means the default set containerd grants; see EffectiveCapabilities.
-	// It is recorded and shown in /proc/<pid>/status; it is not enforced by a kernel.
+	// Its effective part is enforced by the simulated system calls
+	// (capabilities.go) and shown in /proc/<pid>/status.
 	Capabilities []string
 	Privileged   bool
-	// NoNewPrivs is shown in /proc/<pid>/status.
+	// NoNewPrivs is shown in /proc/<pid>/status; exec then does not honour
+	// set-user-ID programs (execIdentity).
 	NoNewPrivs bool
+
+	// euid is the effective uid when setuid is set: a set-user-ID program's
+	// owner (execIdentity).
+	euid   int
+	setuid bool
 }
 
 // ExitBehaviour makes the container's main process exit with Code after After,
@@ -200,6 +207,9 @@ type container struct {
 	// procs is how many processes of this container hold a pid slot (table entries and
 	// pipeline subshells), guarded by pidns.mu; see pidsLimit.
 	procs int
+
+	// netdev are the network devices its processes added (netdev.go).
+	netdev netDevices
 
 	mu    sync.Mutex
 	dead  bool
@@ -409,7 +419,7 @@ func (c *container) run(exe vfs.Executable, args, env []string, wd string, stdin
 	if in == nil {
 		in = strings.NewReader("")
 	}
-	id := c.spec.Identity
+	id := c.spec.Identity.execIdentity(exe)
 	t, err := c.newTask(nil, args, id)
 	if err != nil {
 		return nil, err

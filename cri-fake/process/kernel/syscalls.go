@@ -96,13 +96,13 @@ func (p *Proc) Chmod(path string, mode fs.FileMode) error {
 }
 
 // SetHostname is sethostname(2): it needs CAP_SYS_ADMIN in the container's
-// UTS namespace (and uid 0, since capabilities are not per user here).
+// UTS namespace.
 func (p *Proc) SetHostname(name string) error {
 	if stop, err := p.seccomp("sethostname", unknownArg, intArg(len(name))); stop {
 		return err
 	}
-	if !p.t.id.hasCap("CAP_SYS_ADMIN") || p.t.id.UID != 0 {
-		return syscall.EPERM
+	if err := p.need(CapSysAdmin); err != nil {
+		return err
 	}
 	p.c.mu.Lock()
 	p.c.hostname = name
@@ -137,7 +137,7 @@ func (p *Proc) Kill(pid int, sig syscall.Signal) (denied int, err error) {
 		return 0, syscall.ESRCH
 	}
 	for _, t := range targets {
-		if p.t.id.UID != 0 && t.id.UID != p.t.id.UID {
+		if !p.t.id.capable(CapKill) && t.identity().EffectiveUID() != p.t.id.EffectiveUID() {
 			denied++
 			continue
 		}
@@ -148,7 +148,8 @@ func (p *Proc) Kill(pid int, sig syscall.Signal) (denied int, err error) {
 	return denied, nil
 }
 
-// Listen binds a TCP port in the container's network namespace: the
+// Listen binds a TCP port in the container's network namespace (a port
+// below net.ipv4.ip_unprivileged_port_start needs CAP_NET_BIND_SERVICE): the
 // runtime's Spec.Listen when it has one, the namespace at Spec.NetNS, or the
 // node's (a host-network pod).
 func (p *Proc) Listen(port int) (net.Listener, error) {
@@ -156,6 +157,9 @@ func (p *Proc) Listen(port int) (net.Listener, error) {
 		return nil, err
 	}
 	addr := ":" + strconv.Itoa(port)
+	if err := p.bindAllowed(port); err != nil {
+		return nil, &net.OpError{Op: "listen", Net: "tcp", Err: os.NewSyscallError("bind", err)}
+	}
 	switch {
 	case p.c.spec.Listen != nil:
 		return p.c.spec.Listen("tcp", addr)
@@ -236,7 +240,7 @@ func (p *Proc) Fork() (*Proc, error) {
 // its argv, and the returned proc is what runs in it, exe with args, env and
 // dir on sio. The caller runs it or leaves it in Next.
 func (p *Proc) Execve(exe vfs.Executable, args, env []string, dir string, sio Stdio) *Proc {
-	p.t.execAs(args)
+	p.t.execAs(args, p.t.id.execIdentity(exe))
 	return &Proc{t: p.t, c: p.c, Args: args, Env: env, Dir: dir, Stdin: sio.In, Stdout: sio.Out, Stderr: sio.Err, TTY: p.TTY, Exe: exe}
 }
 
@@ -306,4 +310,35 @@ func (c *container) getHostname() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.hostname
+}
+
+// Chown changes path's owner and group as the caller (chown(2), lchown(2)
+// when follow is false; -1 leaves one as it is): changing the owner, or the
+// group to one the caller is not in, needs CAP_CHOWN.
+func (p *Proc) Chown(path string, uid, gid int, follow bool) error {
+	name := "chown"
+	if !follow {
+		name = "lchown"
+	}
+	if stop, err := p.seccomp(name, unknownArg, intArg(uid), intArg(gid)); stop {
+		return err
+	}
+	c := p.Cred()
+	c.Chown = p.t.id.capable(CapChown)
+	return p.c.fs.ChownAs(c, path, uid, gid, follow)
+}
+
+// Mknod makes a special file as the caller (mknod(2)): a block or character
+// device needs CAP_MKNOD; a FIFO does not (see vfs.MknodAs for what the node
+// then does).
+func (p *Proc) Mknod(path string, mode fs.FileMode) error {
+	if stop, err := p.seccomp("mknod", unknownArg, modeArg(mode), unknownArg); stop {
+		return err
+	}
+	if mode&fs.ModeDevice != 0 {
+		if err := p.need(CapMknod); err != nil {
+			return &fs.PathError{Op: "mknod", Path: path, Err: err}
+		}
+	}
+	return p.c.fs.MknodAs(p.Cred(), path, mode)
 }
