@@ -266,15 +266,16 @@ fuzz-smoke: ## every fuzz target for FUZZ_SMOKE_TIME (3s; what CI runs)
 # rounds of cni-fake (8 concurrent ADDs a round), csi-fake and cri-fake (4 concurrent clients,
 # restart on the same state); 64 clients × SOAK_LIFECYCLES pod lifecycles against cri-fake and volume lifecycles
 # against csi-fake under -race, then goroutines, open fds and heap back to their baseline (go test:
-# 64 × 2); a container printing 100 MB to its log; the issue's 40 ExecSync answers of 15 MB; and a
-# 70 MB trace line (skipped under -race).
+# 64 × 2); a container printing 100 MB to its log; a client holding 1,000 unread event streams; the
+# issue's 40 ExecSync answers of 15 MB; and a 70 MB trace line (skipped under -race).
 SOAK_CYCLES ?= 300
 SOAK_LIFECYCLES ?= 1000
 
-soak: ## kill -9 rounds (SOAK_CYCLES=300), 64 × SOAK_LIFECYCLES=1000 pod and volume lifecycles under -race, a 100 MB container log, the ExecSync flood, a 70 MB trace line
+soak: ## kill -9 rounds (SOAK_CYCLES=300), 64 × SOAK_LIFECYCLES=1000 pod and volume lifecycles under -race, a 100 MB container log, 1,000 unread event streams, the ExecSync flood, a 70 MB trace line
 	PLUGSIM_CRASH_CYCLES=$(SOAK_CYCLES) $(GO) test -count=1 -timeout 60m -v -run '^TestKill9' ./cni-fake/ ./csi-fake/ ./cri-fake/
 	PLUGSIM_LOAD_LIFECYCLES=$(SOAK_LIFECYCLES) $(GO) test -race -count=1 -timeout 300m -v -run '^TestLoad' ./cri-fake/server/ ./csi-fake/server/
 	PLUGSIM_LOG_FLOOD_MB=100 $(GO) test -race -count=1 -timeout 60m -v -run '^TestContainerLogFloodStaysBounded$$' ./cri-fake/server/
+	PLUGSIM_EVENT_STREAMS=1000 $(GO) test -race -count=1 -timeout 60m -v -run '^TestUnreadEventStreamsStayBounded$$' ./cri-fake/server/
 	PLUGSIM_EXEC_FLOOD_CALLS=40 $(GO) test -count=1 -v -run '^TestExecSyncFloodStaysBounded$$' ./cri-fake/server/
 	$(GO) test -count=1 -v -run '^TestReadSurvivesAnyLine$$' ./harness/trace/
 
