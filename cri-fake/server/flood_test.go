@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/plugsim/plugsim/internal/leakcheck"
+	"github.com/plugsim/plugsim/internal/loadtest"
 	"github.com/plugsim/plugsim/internal/polltest"
 )
 
@@ -33,14 +34,7 @@ func heapInUse() int64 {
 // every few milliseconds until the container has exited, never holds more than a bound that has
 // nothing to do with the output's size: 32 MiB over the heap in use before.
 func TestContainerLogFloodStaysBounded(t *testing.T) {
-	mb := 4
-	if s := os.Getenv("PLUGSIM_LOG_FLOOD_MB"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			t.Fatalf("PLUGSIM_LOG_FLOOD_MB=%q: want a positive count", s)
-		}
-		mb = n
-	}
+	mb := loadtest.Count(t, "PLUGSIM_LOG_FLOOD_MB", 4)
 	size := mb * 1_000_000
 	_, c := start(t, Options{RootDir: t.TempDir(), StreamingAddr: "none"})
 	ctx := context.Background()
@@ -137,14 +131,7 @@ func logContent(tb testing.TB, path string) int64 {
 // client goes, every stream's goroutine and the connection must end (leakcheck's baseline taken
 // before it connected).
 func TestUnreadEventStreamsStayBounded(t *testing.T) {
-	streams := 20
-	if v := os.Getenv("PLUGSIM_EVENT_STREAMS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			t.Fatalf("PLUGSIM_EVENT_STREAMS=%q: want a positive count", v)
-		}
-		streams = n
-	}
+	streams := loadtest.Count(t, "PLUGSIM_EVENT_STREAMS", 20)
 	// The trace ring keeps nothing: its own bound is TestExecSyncFloodStaysBounded's, and its
 	// events filling it would hide what the streams keep.
 	s, c := start(t, Options{RootDir: t.TempDir(), StreamingAddr: "none", TraceCapacity: -1})

@@ -21,20 +21,22 @@ import (
 // `go test` runs 64 × short. PLUGSIM_LOAD_CLIENTS and PLUGSIM_LOAD_LIFECYCLES set them.
 func Size(tb testing.TB, short int) (clients, lifecycles int) {
 	tb.Helper()
-	clients, lifecycles = 64, short
-	for _, v := range []struct {
-		env string
-		n   *int
-	}{{"PLUGSIM_LOAD_CLIENTS", &clients}, {"PLUGSIM_LOAD_LIFECYCLES", &lifecycles}} {
-		if s := os.Getenv(v.env); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n <= 0 {
-				tb.Fatalf("%s=%q: want a positive count", v.env, s)
-			}
-			*v.n = n
-		}
+	return Count(tb, "PLUGSIM_LOAD_CLIENTS", 64), Count(tb, "PLUGSIM_LOAD_LIFECYCLES", short)
+}
+
+// Count is the positive count the environment variable env gives (`make soak` sets the long
+// forms' so), or short when it is unset; it fails tb on anything else.
+func Count(tb testing.TB, env string, short int) int {
+	tb.Helper()
+	s := os.Getenv(env)
+	if s == "" {
+		return short
 	}
-	return clients, lifecycles
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		tb.Fatalf("%s=%q: want a positive count", env, s)
+	}
+	return n
 }
 
 // Dial opens n connections to endpoint. The caller closes them (Close), so that it can check
