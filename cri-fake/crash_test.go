@@ -24,7 +24,9 @@ import (
 // SIGKILL at a random moment, restarts it on the same --state-dir and --root-dir and checks: it
 // starts (a torn state file would stop it, naming the file); every RunPodSandbox and
 // CreateContainer answered OK before the kill is listed with the ID it was answered; a pod removed
-// with an OK answer is gone; no ID is listed twice and no pod name is held by two sandboxes.
+// with an OK answer is gone; no ID is listed twice and no pod name is held by two sandboxes. A
+// removal the kill cut may have removed the pod's containers and not the pod (as a kubelet does,
+// it would send RemovePodSandbox again): either state of that pod is right.
 // Rounds: 3 in `go test`, PLUGSIM_CRASH_CYCLES in `make soak`.
 func TestKill9UnderLoad(t *testing.T) {
 	cycles := 3
@@ -43,6 +45,7 @@ func TestKill9UnderLoad(t *testing.T) {
 	ctrs := map[string]string{}  // container ID answered OK → its sandbox ID
 	removed := map[string]bool{} // sandbox IDs whose RemovePodSandbox was answered OK
 	unsure := map[string]bool{}  // sandbox IDs whose RemovePodSandbox the kill cut: either state is right
+	cut := map[string]bool{}     // sandboxes whose removal the kill cut: their containers may be gone either way
 	for cycle := range cycles + 1 {
 		os.Remove(sock)
 		cmd := exec.Command(bin, "--endpoint", "unix://"+sock, "--state-dir", state, "--root-dir", root, "--cni-conf-dir", "", "--streaming-addr", "none")
@@ -101,6 +104,7 @@ func TestKill9UnderLoad(t *testing.T) {
 		}
 		for id, name := range pods {
 			if unsure[id] {
+				cut[id] = true
 				delete(unsure, id)
 				if !have[id] {
 					removed[id] = true
@@ -115,7 +119,7 @@ func TestKill9UnderLoad(t *testing.T) {
 			}
 		}
 		for id, sb := range ctrs {
-			if !removed[sb] && have[sb] && !haveCtr[id] {
+			if !removed[sb] && !cut[sb] && have[sb] && !haveCtr[id] {
 				t.Fatalf("round %d: container %s was created with an OK answer and is gone after kill -9", cycle, id)
 			}
 		}
