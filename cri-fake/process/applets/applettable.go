@@ -76,6 +76,9 @@ func Rows() []kernel.Applet {
 		{Name: "netstat", Run: appletNetstat, Busybox: true},
 		{Name: "mount", Run: appletMount, Busybox: true},
 		{Name: "wget", Run: appletWget, Busybox: true},
+		{Name: "dd", Run: appletDd, Busybox: true},
+		{Name: "ipcs", Run: appletIpcs, Busybox: true},
+		{Name: "ipcmk", Run: appletIpcmk}, // util-linux's: not in busybox
 		{Name: "bash", Run: shell.Sh},
 		{Name: "busybox", Run: appletBusybox},
 		{Name: "pause", Run: appletPause},

@@ -103,6 +103,12 @@ type Spec struct {
 	// pids.max); past it a fork fails with EAGAIN (sh: "can't fork: Resource temporarily
 	// unavailable"). 0 means DefaultPidsLimit. FromCRI takes it from the container's resources.
 	PidsLimit int
+	// MemoryLimit is the container's memory limit in bytes (memory_limit_in_bytes; 0: none):
+	// past it the OOM killer ends the container (memory.go).
+	MemoryLimit int64
+	// IPCNamespace is the System V IPC namespace to join: nil gives the container its own.
+	// Share one per pod for IPC mode POD and the node's (NewNodeIPCNamespace) for NODE.
+	IPCNamespace *IPCNamespace
 	// Logf receives the report, with its stack, of a defect of the simulation that ended one of
 	// the container's processes (a panic, turned into that process's exit with code 139); nil
 	// means the standard logger.
@@ -189,6 +195,8 @@ type container struct {
 	applets *AppletSet
 
 	pidns *PIDNamespace
+	ipcns *IPCNamespace
+	mem   memoryCgroup
 	// procs is how many processes of this container hold a pid slot (table entries and
 	// pipeline subshells), guarded by pidns.mu; see pidsLimit.
 	procs int
@@ -237,6 +245,8 @@ func StartWith(ctx context.Context, spec Spec, applets *AppletSet) (*Process, er
 	if c.pidns == nil {
 		c.pidns = NewPIDNamespace()
 	}
+	c.ipcns = spec.IPCNamespace
+	c.startMemoryCgroup()
 	if c.hostname == "" {
 		c.hostname = "localhost"
 	}
@@ -250,7 +260,11 @@ func StartWith(ctx context.Context, spec Spec, applets *AppletSet) (*Process, er
 	if err != nil {
 		return nil, err
 	}
-	return c.run(exe, spec.Args, env, wd, spec.Stdin, spec.Stdout, spec.Stderr, spec.TTY, true)
+	p, err := c.run(exe, spec.Args, env, wd, spec.Stdin, spec.Stdout, spec.Stderr, spec.TTY, true)
+	if err == nil {
+		c.checkMemoryAtStart()
+	}
+	return p, err
 }
 
 // Lookup reports whether args[0] can be run in fsys with env's PATH, returning
@@ -760,10 +774,14 @@ func (p *Process) Stats() Stats {
 	}
 	c.cpuAt = now
 	cpu := c.cpu
-	if !c.dead {
-		mem += c.spec.Behaviour.MemoryBytes
+	dead := c.dead
+	if !dead {
+		mem += c.spec.Behaviour.MemoryBytes + uint64(max(c.mem.anon.Load(), 0))
 	}
 	c.mu.Unlock()
+	if files, _ := c.fs.Held(""); files > 0 && !dead {
+		mem += uint64(files) // the container's own files are in memory (memory.go)
+	}
 	return Stats{MemoryBytes: mem, CPUNanos: uint64(cpu), WritableLayerBytes: uint64(c.fs.WritableLayerBytes()), Processes: n}
 }
 
