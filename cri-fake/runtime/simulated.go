@@ -51,6 +51,7 @@ type Simulated struct {
 	hostDNS *runtimeapi.DNSConfig
 	pods    map[string]*simPod
 	nodePID *process.PIDNamespace
+	nodeIPC *process.IPCNamespace // hostIPC's (simulated_ipc.go)
 }
 
 // DefaultStartLatency is the simulated container start time: shorter than a real runc start
@@ -75,6 +76,7 @@ type simPod struct {
 	pidns *process.PIDNamespace
 	pause *process.Process
 	ports map[int]string
+	ipcns process.IPCNamespace // IPC mode POD (simulated_ipc.go)
 }
 
 func (l *Simulated) logf(format string, args ...any) {
