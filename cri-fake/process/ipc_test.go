@@ -1,11 +1,14 @@
 package process
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/plugsim/plugsim/internal/crashtest"
 )
 
 // ipcFS is a busybox view whose image also has util-linux's ipcmk (busybox has none).
@@ -104,4 +107,54 @@ func TestNodeIPCNamespace(t *testing.T) {
 	if out, _, _ := inIPC(t, NewIPCNamespace(), "ipcs -m"); strings.Contains(out, "0x0e04c343") {
 		t.Errorf("a pod's namespace lists the node's segment:\n%s", out)
 	}
+}
+
+// FuzzIPCTools runs ipcmk then ipcs with hostile arguments in a fresh IPC namespace: each
+// ends 0 or 1 with no defect of the simulation, and what ipcmk prints on success is one
+// "… id: N" line per object made, each then listed by ipcs.
+func FuzzIPCTools(f *testing.F) {
+	for _, s := range []string{"-M 1048576", "-Q -S 3 -p 600", "-M 16EiB", "-M 15EiB -Q -S 1 -p 7777777777", "-M 1E -S 32001",
+		"-S 0", "-S -1", "-M", "-x", "-M 1KB -M 2K", "-p -Q", "-- -M 1", "-MQ"} {
+		f.Add(s, "-m")
+	}
+	f.Add("-Q", "-a -i 1 -z")
+	idLine := regexp.MustCompile(`^(Shared memory|Message queue|Semaphore) id: ([0-9]+)$`)
+	f.Fuzz(func(t *testing.T, mkArgs, lsArgs string) {
+		if len(mkArgs)+len(lsArgs) > 1024 {
+			return
+		}
+		var log crashtest.Log
+		ns := NewIPCNamespace()
+		run := func(args []string) (string, int) {
+			var so, se syncBuffer
+			p, err := Start(context.Background(), Spec{Args: args, FS: ipcFS(t), IPCNamespace: ns, Stdout: &so, Stderr: &se,
+				Logf: log.Logf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			code := p.Wait()
+			if log.String() != "" {
+				t.Fatalf("%q crashed the simulation: %s", args, log.String())
+			}
+			if code != 0 && code != 1 {
+				t.Fatalf("%q: exit %d, stderr %q", args, code, se.String())
+			}
+			return so.String(), code
+		}
+		out, code := run(append([]string{"/usr/bin/ipcmk"}, strings.Fields(mkArgs)...))
+		listed, _ := run([]string{"ipcs"})
+		if code != 0 {
+			return
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			m := idLine.FindStringSubmatch(line)
+			if m == nil {
+				t.Fatalf("ipcmk %s printed %q", mkArgs, out)
+			}
+			if !strings.Contains(listed, " "+m[2]+" ") {
+				t.Fatalf("ipcmk %s made %s, ipcs lists:\n%s", mkArgs, m[2], listed)
+			}
+		}
+		run(append([]string{"ipcs"}, strings.Fields(lsArgs)...))
+	})
 }

@@ -101,6 +101,7 @@ func TestDd(t *testing.T) {
 		{[]string{"bs=2", "count=2", "status=noxfer"}, "abcdef", "abcd", "2+0 records in\n2+0 records out\n", 0},
 		{[]string{"bs=4", "skip=1", "status=noxfer"}, "abcdefghij", "efghij", "1+1 records in\n1+1 records out\n", 0},
 		{[]string{"bs=1k", "status=none"}, "x", "x", "", 0},
+		{[]string{"bs=1", "count=2", "of=/dev/stdout", "status=none"}, "xyz", "xy", "", 0},
 		{[]string{"bs=0"}, "", "", "dd: invalid number '0'\n", 1},
 		{[]string{"bs=99999999999999999999"}, "", "", "dd: invalid number '99999999999999999999'\n", 1},
 		{[]string{"count=x"}, "", "", "dd: invalid number 'x'\n", 1},
@@ -114,7 +115,7 @@ func TestDd(t *testing.T) {
 		}
 	}
 	_, stderr, code := runCmd(t, Spec{Args: []string{"dd", "if=/dev/zero", "of=/dev/full", "bs=1", "count=1", "status=noxfer"}})
-	if code != 1 || stderr != "dd: error writing '/dev/full': No space left on device\n0+0 records in\n0+0 records out\n" {
+	if code != 1 || stderr != "dd: /dev/full: No space left on device\n0+0 records in\n0+0 records out\n" {
 		t.Errorf("dd to /dev/full: %d %q", code, stderr)
 	}
 }

@@ -1,6 +1,7 @@
 package applets
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strconv"
@@ -65,7 +66,7 @@ func humanBytes(n float64) string {
 // OOM" command.
 func appletDd(p *kernel.Proc) int {
 	bs, count, skip := uint64(512), int64(-1), uint64(0)
-	in, out, status := "-", "-", ""
+	in, out, status := "", "", "" // busybox: stdin and stdout; "-" is a file's name
 	for _, a := range p.Args[1:] {
 		k, v, ok := strings.Cut(a, "=")
 		if !ok {
@@ -105,14 +106,22 @@ func appletDd(p *kernel.Proc) int {
 		return 1 // the OOM killer ended the container: 137 is its exit
 	}
 	defer p.Uncharge(int64(bs))
-	r, err := open(p, in)
-	if err != nil {
-		p.Errorf("can't open '%s': %s", in, vfs.Strerror(err))
-		return 1
+	r := io.NopCloser(p.Stdin)
+	if in != "" && in != "/dev/stdin" {
+		f, err := p.FS().Open(p.Abs(in))
+		if err != nil {
+			p.Errorf("can't open '%s': %s", in, vfs.Strerror(err))
+			return 1
+		}
+		r = f
 	}
 	defer r.Close()
 	w := io.Writer(p.Stdout)
-	if out != "-" {
+	switch out {
+	case "", "/dev/stdout":
+	case "/dev/stderr":
+		w = p.Stderr
+	default:
 		f, err := p.OpenWrite(p.Abs(out), false, 0o644)
 		if err != nil {
 			p.Errorf("can't open '%s': %s", out, vfs.Strerror(err))
@@ -137,10 +146,11 @@ func appletDd(p *kernel.Proc) int {
 			return 1 // killed (its exit code is the signal's)
 		}
 		if rerr != nil && rerr != io.EOF {
+			// busybox's full_write_or_warn and perror: "dd: NAME: strerror".
 			if we, ok := rerr.(ddWriteError); ok {
-				p.Errorf("error writing '%s': %s", out, vfs.Strerror(we.err))
+				p.Errorf("%s: %s", cmp.Or(out, "standard output"), vfs.Strerror(we.err))
 			} else {
-				p.Errorf("error reading '%s': %s", in, vfs.Strerror(rerr))
+				p.Errorf("%s: %s", cmp.Or(in, "standard input"), vfs.Strerror(rerr))
 			}
 			code = 1
 			break
