@@ -4,14 +4,27 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
+
+// waitExit waits for p to end (a hang past hangBound fails: an OOM kill that never comes).
+func waitExit(tb testing.TB, p *Process) int {
+	tb.Helper()
+	select {
+	case <-p.Done():
+	case <-time.After(hangBound):
+		tb.Fatalf("%v did not end in %v", p.Processes(), hangBound)
+	}
+	code, _ := p.ExitCode()
+	return code
+}
 
 // TestOOMKillsCritestCommand: critest's "Container OOM" command, `dd if=/dev/zero
 // of=/dev/null bs=20M` under a 15 MiB limit, is killed by the OOM killer (137, OOMKilled);
 // the same command without a limit runs (here for two blocks) and is not.
 func TestOOMKillsCritestCommand(t *testing.T) {
 	p := startProc(t, Spec{Args: []string{"sh", "-c", "dd if=/dev/zero of=/dev/null bs=20M"}, MemoryLimit: 15 << 20})
-	if code := p.Wait(); code != 137 || !p.OOMKilled() {
+	if code := waitExit(t, p); code != 137 || !p.OOMKilled() {
 		t.Fatalf("dd bs=20M under 15 MiB: exit %d, OOMKilled %v; want 137, true", code, p.OOMKilled())
 	}
 	stdout, stderr, code := runCmd(t, Spec{Args: []string{"dd", "if=/dev/zero", "of=/dev/null", "bs=20M", "count=2", "status=noxfer"}})
@@ -51,7 +64,7 @@ func TestOOMStatsClimbThenKill(t *testing.T) {
 		t.Fatalf("rm: %d %v", code, err)
 	}
 	p.ExecSync(ctx, []string{"dd", "if=/dev/zero", "of=/dev/shm/d", "bs=1M", "count=40", "status=none"}, 0)
-	if code := p.Wait(); code != 137 || !p.OOMKilled() {
+	if code := waitExit(t, p); code != 137 || !p.OOMKilled() {
 		t.Fatalf("/dev/shm past the limit: exit %d, OOMKilled %v; want 137, true", code, p.OOMKilled())
 	}
 }
@@ -66,11 +79,11 @@ func TestOOMLowerLimitAndBehaviour(t *testing.T) {
 		t.Fatal("a limit above the usage killed the container")
 	}
 	p.SetMemoryLimit(16 << 20)
-	if code := p.Wait(); code != 137 || !p.OOMKilled() {
+	if code := waitExit(t, p); code != 137 || !p.OOMKilled() {
 		t.Fatalf("limit lowered below the usage: exit %d, OOMKilled %v", code, p.OOMKilled())
 	}
 	q := startProc(t, Spec{Args: []string{"sleep", "100000"}, Behaviour: Behaviour{MemoryBytes: 128 << 20}, MemoryLimit: 64 << 20})
-	if code := q.Wait(); code != 137 || !q.OOMKilled() {
+	if code := waitExit(t, q); code != 137 || !q.OOMKilled() {
 		t.Fatalf("behaviour of 128 MiB under 64 MiB: exit %d, OOMKilled %v", code, q.OOMKilled())
 	}
 }
@@ -84,7 +97,7 @@ func TestOOMKillsEveryProcess(t *testing.T) {
 	if code != 137 {
 		t.Fatalf("the exec that allocated: exit %d, want 137", code)
 	}
-	if code := p.Wait(); code != 137 {
+	if code := waitExit(t, p); code != 137 {
 		t.Fatalf("main process: exit %d, want 137", code)
 	}
 	waitFor(t, "the background sleep to end", func() bool { return len(p.Processes()) == 0 })
