@@ -12,7 +12,7 @@ import (
 	"github.com/plugsim/plugsim/harness/trace"
 )
 
-// TestKubeletOOMKilled: a real kubelet runs 6-oomkill.yaml, a pod limited to 64 MiB whose
+// TestKubeletOOMKilled: a real kubelet runs 7-oomkill.yaml, a pod limited to 64 MiB whose
 // container allocates 128 MiB. The kubelet passes the limit to cri-fake (CreateContainer's
 // memory_limit_in_bytes), the simulation's OOM killer ends the container, and the kubelet shows
 // what it shows for containerd: last state terminated, reason OOMKilled, exit code 137, and the
@@ -21,7 +21,7 @@ import (
 func TestKubeletOOMKilled(t *testing.T) {
 	n := newNode(t)
 	n.startFakes()
-	n.addManifest("6-oomkill.yaml")
+	n.addManifest("7-oomkill.yaml")
 	n.waitPod("oomkill", 3*time.Minute, func(p *corev1.Pod) bool {
 		cs, ok := containerStatus(p, "hog")
 		last := cs.LastTerminationState.Terminated

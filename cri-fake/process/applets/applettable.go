@@ -76,6 +76,13 @@ func Rows() []kernel.Applet {
 		{Name: "netstat", Run: appletNetstat, Busybox: true},
 		{Name: "mount", Run: appletMount, Busybox: true},
 		{Name: "wget", Run: appletWget, Busybox: true},
+		{Name: "chown", Run: appletChown, Busybox: true},
+		{Name: "chgrp", Run: appletChown, Busybox: true},
+		{Name: "mknod", Run: appletMknod, Busybox: true},
+		{Name: "ping", Run: appletPing, Busybox: true},
+		{Name: "ip", Run: appletIP, Busybox: true},
+		{Name: "brctl", Run: appletBrctl, Busybox: true},
+		{Name: "nnp", Run: appletNnp},
 		{Name: "dd", Run: appletDd, Busybox: true},
 		{Name: "ipcs", Run: appletIpcs, Busybox: true},
 		{Name: "ipcmk", Run: appletIpcmk}, // util-linux's: not in busybox
