@@ -14,13 +14,14 @@ import (
 )
 
 // System V IPC namespaces (ipc_namespaces(7)): each holds shared memory segments, message
-// queues and semaphore sets, which ipcmk creates, ipcs lists and ipcrm removes. A pod's
+// queues and semaphore sets, which ipcmk creates and ipcs lists. A pod's
 // containers share one (IPC mode POD, the runtime's per-sandbox namespace); hostIPC (mode
 // NODE) joins the node's, which also lists the real node's objects from /proc/sysvipc —
 // those are read, never created or removed by a container (the node's kernel owns them).
 // The model stops at the objects' bookkeeping: nobody attaches a segment (nattch stays 0),
-// sends a message or operates a semaphore, and a segment's bytes are not charged to any
-// container's memory (a real one is charged to whoever first touches its pages).
+// sends a message or operates a semaphore, nothing removes an object (no ipcrm: a pod's
+// namespace goes with its sandbox), and a segment's bytes are not charged to any container's
+// memory (a real one is charged to whoever first touches its pages).
 
 // IPCKind is the kind of a System V IPC object.
 type IPCKind int
@@ -52,7 +53,7 @@ type IPCObject struct {
 	// Messages is a queue's message count.
 	Messages uint64
 	Created  time.Time
-	// Node marks an object of the real node (hostIPC), which a container cannot remove.
+	// Node marks an object of the real node (hostIPC), read from its /proc/sysvipc.
 	Node bool
 }
 
@@ -192,30 +193,6 @@ func (ns *IPCNamespace) get(kind IPCKind, key int32, size uint64, mode uint32, u
 	return id, nil
 }
 
-// remove is IPC_RMID of id (by key when byKey) as uid: EINVAL when there is none, EPERM
-// for another user's unless root, and for the node's own objects (this simulation does not
-// change the node's kernel).
-func (ns *IPCNamespace) remove(kind IPCKind, id int, key int32, byKey bool, uid int) error {
-	node := ns.nodeObjects(kind)
-	ns.mu.Lock()
-	defer ns.mu.Unlock()
-	for id2, o := range ns.objs[kind] {
-		if (byKey && o.Key == key && key != 0) || (!byKey && id2 == id) {
-			if uid != 0 && uid != o.UID {
-				return syscall.EPERM
-			}
-			delete(ns.objs[kind], id2)
-			return nil
-		}
-	}
-	for _, o := range node {
-		if (byKey && o.Key == key && key != 0) || (!byKey && o.ID == id) {
-			return syscall.EPERM
-		}
-	}
-	return syscall.EINVAL
-}
-
 // semmsl is the most semaphores in a set (the kernel's SEMMSL).
 const semmsl = 32000
 
@@ -255,13 +232,3 @@ func (c *container) ipc() *IPCNamespace {
 
 // IPCList lists the objects of kind in the caller's IPC namespace (ipcs).
 func (p *Proc) IPCList(kind IPCKind) []IPCObject { return p.c.ipc().List(kind) }
-
-// IPCRemove is IPC_RMID of the object id (ipcrm -m/-q/-s).
-func (p *Proc) IPCRemove(kind IPCKind, id int) error {
-	return p.c.ipc().remove(kind, id, 0, false, p.t.id.UID)
-}
-
-// IPCRemoveKey is IPC_RMID of the object with key (ipcrm -M/-Q/-S).
-func (p *Proc) IPCRemoveKey(kind IPCKind, key int32) error {
-	return p.c.ipc().remove(kind, 0, key, true, p.t.id.UID)
-}
