@@ -51,6 +51,7 @@ type Simulated struct {
 	hostDNS *runtimeapi.DNSConfig
 	pods    map[string]*simPod
 	nodePID *process.PIDNamespace
+	mounts  map[string]*process.FS // views holding kernel mounts, by container (simulated_mounts.go)
 }
 
 // DefaultStartLatency is the simulated container start time: shorter than a real runc start
@@ -132,7 +133,11 @@ func (l *Simulated) processSpec(ts task.Spec) (process.Spec, error) {
 			sbCfg = &runtimeapi.PodSandboxConfig{Metadata: sbCfg.GetMetadata(), Hostname: sbCfg.GetHostname(), Linux: sbCfg.GetLinux(), DnsConfig: dns}
 		}
 	}
-	return process.FromCRI(ts.Config, sbCfg, ic, ts.PodIPs)
+	spec, err := process.FromCRI(ts.Config, sbCfg, ic, ts.PodIPs)
+	if err == nil {
+		l.holdMounts(ts.ContainerID, spec.FS)
+	}
+	return spec, err
 }
 
 // hostDNSConfig is the node's /etc/resolv.conf as a DNS config (nil when unreadable).
@@ -178,11 +183,13 @@ func (l *Simulated) Validate(ts task.Spec) error {
 	return nil
 }
 
-// ReleaseContainer forgets a container that was created and never started.
+// ReleaseContainer forgets a container that was created and never started, and gives back the
+// kernel mounts of a removed one.
 func (l *Simulated) ReleaseContainer(id string) {
 	l.mu.Lock()
 	delete(l.specs, id)
 	l.mu.Unlock()
+	l.releaseMounts(id)
 }
 
 // ReleaseSandbox ends the sandbox's pause process and forgets its ports (StopPodSandbox).

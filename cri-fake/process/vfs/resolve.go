@@ -101,6 +101,15 @@ func (f *FS) walk(roots *hostRoots, p string, follow, lenient bool) (loc, error)
 		if w.cur == "/" {
 			next = "/" + c
 		}
+		if f.mtab != nil && f.mtab.binds != nil {
+			if src, ok := f.mtab.binds[next]; ok {
+				// A bind of the container's own tree (mount --bind): the walk
+				// goes on in its source.
+				f.enter(&w, src)
+				missing = 0
+				continue
+			}
+		}
 		if mp := f.mountAt[next]; mp != nil {
 			if !last && !mp.isDir() {
 				return loc{}, syscall.ENOTDIR

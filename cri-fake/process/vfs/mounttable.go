@@ -1,0 +1,584 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The container's mount namespace, beyond the mounts of its config: how each
+// config mount propagates, and the mounts a process of the container makes
+// (mount --bind, umount).
+//
+// rprivate: a directory mount is a private copy of the host's mount tree at
+// the host path, taken when the view is built (open_tree(2) with
+// OPEN_TREE_CLONE|AT_RECURSIVE, then made private): what the host mounts
+// below the path later is not in it, as in a runc container's private mount
+// namespace. It needs CAP_SYS_ADMIN; without it (cri-fake not root) the view
+// reads the host path as the host sees it.
+//
+// rslave and rshared: the view reads the host path as the host sees it, so
+// what the host mounts there later is visible (the detached copy above would
+// not receive the host's mounts: the kernel does not propagate into it).
+//
+// A process's own mounts live in this table and nowhere else, except below a
+// bidirectional mount of a privileged container: there the mount is made for
+// real on the host, at the host path below the mount's host directory, so
+// the host sees it as it sees a mount propagated from a container (a bind of
+// a host-backed directory is a real bind; a bind of the container's own
+// in-memory tree is a tmpfs holding a copy of it, made at mount time). Those
+// are undone by Release (container removal), as cri-fake made them.
+
+// hostTree is a private copy of a host mount tree (an open_tree fd); file is
+// nil once released.
+type hostTree struct{ file *os.File }
+
+// runtimeMount is one mount a process made, in order.
+type runtimeMount struct {
+	cpath string
+	bind  string      // a bind of the container's own tree: the source container path
+	mp    *mountPoint // a bind of a host-backed directory or file
+	host  *os.File    // a real host mount (O_PATH on its root), undone by Release
+	// what the mount covers, restored by umount
+	prevMP   *mountPoint
+	prevBind string
+}
+
+// mountTable is the FS's part of the container's mount namespace. Caller
+// holds f.mu for everything here.
+type mountTable struct {
+	binds   map[string]string // mount point → source, both in the container's own tree
+	made    []runtimeMount
+	trees   []*hostTree
+	release bool // Release was called
+}
+
+func (f *FS) table() *mountTable {
+	if f.mtab == nil {
+		f.mtab = &mountTable{}
+	}
+	return f.mtab
+}
+
+// setPropagation applies cfg's propagation to the mount mp built from it at
+// NewFS: containerd's check of the host mount for rslave and rshared, a
+// private copy of the host tree for rprivate. hostMounts is read on first
+// need.
+func (f *FS) setPropagation(mp *mountPoint, m Mount, hostMounts *[]HostMount) error {
+	mp.prop = m.Propagation
+	if m.Propagation != PropagationPrivate {
+		if *hostMounts == nil {
+			hm, err := ReadHostMounts()
+			if err != nil {
+				return err
+			}
+			*hostMounts = hm
+		}
+		return CheckPropagation(*hostMounts, m.HostPath, m.Propagation)
+	}
+	if !mp.isDir() {
+		return nil
+	}
+	fd, err := unix.OpenTree(unix.AT_FDCWD, mp.dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err != nil {
+		// No CAP_SYS_ADMIN (cri-fake not root): the host's view, which such a
+		// host cannot change by mounting anyway.
+		return nil
+	}
+	// Private, so nothing the host does reaches it whatever later kernels
+	// propagate into detached trees.
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Propagation: unix.MS_PRIVATE}); err != nil {
+		unix.Close(fd)
+		return nil
+	}
+	t := &hostTree{file: os.NewFile(uintptr(fd), mp.dir)}
+	f.table().trees = append(f.table().trees, t)
+	mp.tree = t
+	return nil
+}
+
+// openBase opens the directory m's operations go through: its host
+// directory, or its private copy of the host tree, and below that sub for a
+// bind made inside the container.
+func (m *mountPoint) openBase() (*os.Root, error) {
+	dir := m.dir
+	if m.tree != nil {
+		if m.tree.file == nil {
+			return nil, syscall.ENOENT
+		}
+		dir = "/proc/self/fd/" + strconv.Itoa(int(m.tree.file.Fd()))
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil || m.sub == "" {
+		return r, err
+	}
+	sub, err := r.OpenRoot(m.sub)
+	r.Close()
+	return sub, err
+}
+
+// deleted reports whether st is a directory the host removed (a copy of the
+// tree still holds it): operations fail there as in a removed directory.
+func deleted(st fs.FileInfo) bool {
+	s, ok := st.Sys().(*syscall.Stat_t)
+	return ok && s.Nlink == 0
+}
+
+// insertMount puts mp into the lookup tables: f.mounts longest container
+// path first, a later mount on the same destination hiding the earlier one
+// as the kernel stacks them.
+func (f *FS) insertMount(mp *mountPoint) {
+	if f.mountAt == nil {
+		f.mountAt = map[string]*mountPoint{}
+	}
+	f.mountAt[mp.cpath] = mp
+	f.mounts = append(f.mounts, mp)
+	f.sortMounts()
+}
+
+func (f *FS) sortMounts() {
+	sort.SliceStable(f.mounts, func(i, j int) bool { return len(f.mounts[i].cpath) > len(f.mounts[j].cpath) })
+	kept := f.mounts[:0]
+	for _, x := range f.mounts {
+		if f.mountAt[x.cpath] == x {
+			kept = append(kept, x)
+		}
+	}
+	f.mounts = kept
+}
+
+// BindMount is mount(2) with MS_BIND (MS_REC when recursive) from a process
+// with CAP_SYS_ADMIN in the container: src appears at dst. hostPropagation
+// allows a real mount on the host when dst lies in a bidirectional mount
+// (the caller is privileged); otherwise the mount is the container's alone.
+func (f *FS) BindMount(src, dst string, recursive, hostPropagation bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mtab != nil && f.mtab.release {
+		return syscall.ENOENT
+	}
+	var roots hostRoots
+	defer roots.close()
+	sl, err := f.walk(&roots, src, true, false)
+	if err != nil {
+		return pathErr("mount", src, err)
+	}
+	dl, err := f.walk(&roots, dst, true, false)
+	if err != nil {
+		return pathErr("mount", dst, err)
+	}
+	srcDir, err := f.locIsDir(&roots, sl)
+	if err != nil {
+		return pathErr("mount", src, err)
+	}
+	dstDir, err := f.locIsDir(&roots, dl)
+	if err != nil {
+		return pathErr("mount", dst, err)
+	}
+	if srcDir != dstDir {
+		return pathErr("mount", dst, syscall.ENOTDIR)
+	}
+	rm := runtimeMount{cpath: dl.cpath, prevMP: f.mountAt[dl.cpath], prevBind: f.table().binds[dl.cpath]}
+	switch {
+	case dl.kind == locHost && dl.m.prop == PropagationBidirectional && hostPropagation:
+		if rm.host, err = f.hostBind(&roots, sl, dl, srcDir, recursive); err != nil {
+			return pathErr("mount", dst, err)
+		}
+		// The view reads the host path, where the mount now is.
+		rm.prevMP, rm.prevBind = nil, ""
+	case sl.kind == locHost:
+		r, err := roots.get(sl.m)
+		if err != nil {
+			return pathErr("mount", src, hostErrno(err))
+		}
+		st, err := r.Stat(sl.rel)
+		if err != nil {
+			return pathErr("mount", src, hostErrno(err))
+		}
+		mp := &mountPoint{cpath: dl.cpath, dir: sl.m.dir, tree: sl.m.tree, ro: sl.m.ro, recursive: sl.m.recursive}
+		mp.sub = path.Join(sl.m.sub, sl.rel)
+		if !srcDir {
+			mp.sub, mp.name = path.Join(sl.m.sub, path.Dir(sl.rel)), path.Base(sl.rel)
+			if st, err = r.Stat(path.Dir(sl.rel)); err != nil {
+				return pathErr("mount", src, hostErrno(err))
+			}
+		}
+		if mp.sub == "." {
+			mp.sub = ""
+		}
+		var ok bool
+		if mp.dev, mp.ino, ok = identity(st); !ok {
+			return pathErr("mount", src, syscall.EINVAL)
+		}
+		rm.mp = mp
+		delete(f.table().binds, dl.cpath)
+		f.insertMount(mp)
+	case sl.kind == locMem:
+		if f.mountAt[dl.cpath] != nil {
+			delete(f.mountAt, dl.cpath)
+			f.sortMounts()
+		}
+		if f.table().binds == nil {
+			f.mtab.binds = map[string]string{}
+		}
+		f.mtab.binds[dl.cpath] = sl.cpath
+		rm.bind = sl.cpath
+	default:
+		// /proc, /dev and masked paths are not bound here.
+		return pathErr("mount", src, syscall.EINVAL)
+	}
+	f.mtab.made = append(f.mtab.made, rm)
+	return nil
+}
+
+// locIsDir reports whether a resolved location is a directory (ENOENT when
+// it does not exist).
+func (f *FS) locIsDir(roots *hostRoots, l loc) (bool, error) {
+	switch l.kind {
+	case locHost:
+		r, err := roots.get(l.m)
+		if err != nil {
+			return false, hostErrno(err)
+		}
+		st, err := r.Stat(l.rel)
+		if err != nil {
+			return false, hostErrno(err)
+		}
+		return st.IsDir(), nil
+	case locMem:
+		n, ok := f.get(l.cpath)
+		if !ok {
+			return false, syscall.ENOENT
+		}
+		return n.isDir(), nil
+	}
+	return false, syscall.EINVAL
+}
+
+// Unmount is umount(2) from a process with CAP_SYS_ADMIN: the mount on top
+// at dst goes, and what it covered shows again.
+func (f *FS) Unmount(dst string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// The mount point itself, not what is mounted there: resolve its parent.
+	dst = strings.TrimRight(dst, "/")
+	if dst == "" || path.Base(dst) == "." || path.Base(dst) == ".." {
+		return pathErr("umount", dst, syscall.EINVAL)
+	}
+	var roots hostRoots
+	defer roots.close()
+	pl, err := f.walk(&roots, path.Dir(dst), true, false)
+	if err != nil {
+		return pathErr("umount", dst, err)
+	}
+	cp := path.Join(pl.cpath, path.Base(dst))
+	t := f.table()
+	for i := len(t.made) - 1; i >= 0; i-- {
+		rm := t.made[i]
+		if rm.cpath != cp {
+			continue
+		}
+		if rm.host != nil {
+			if err := undoHostMount(rm.host); err != nil {
+				return pathErr("umount", dst, err)
+			}
+		}
+		if rm.mp != nil || rm.bind != "" {
+			delete(f.mountAt, cp)
+			delete(t.binds, cp)
+			if rm.prevMP != nil {
+				f.insertMount(rm.prevMP)
+			} else {
+				f.sortMounts()
+			}
+			if rm.prevBind != "" {
+				t.binds[cp] = rm.prevBind
+			}
+		}
+		t.made = append(t.made[:i], t.made[i+1:]...)
+		return nil
+	}
+	if f.mountAt[cp] != nil {
+		// A mount of the container's config: umount in the container hides
+		// it from the container only.
+		delete(f.mountAt, cp)
+		f.sortMounts()
+		return nil
+	}
+	return pathErr("umount", dst, syscall.EINVAL)
+}
+
+// hostBind makes the real host mount of a bind into a bidirectional mount:
+// the source's host tree (a bind of a host-backed path) or a tmpfs holding a
+// copy of the container's own tree, attached at dl's host path. Every path
+// is opened through the mounts' roots, so nothing outside their host
+// directories is named. It returns an O_PATH descriptor on the new mount's
+// root (what Release unmounts).
+func (f *FS) hostBind(roots *hostRoots, sl, dl loc, dir, recursive bool) (*os.File, error) {
+	dr, err := roots.get(dl.m)
+	if err != nil {
+		return nil, hostErrno(err)
+	}
+	flags := unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW
+	if dir {
+		flags |= unix.O_DIRECTORY
+	}
+	target, err := dr.OpenFile(dl.rel, flags, 0)
+	if err != nil {
+		return nil, hostErrno(err)
+	}
+	defer target.Close()
+	var tree int
+	switch sl.kind {
+	case locHost:
+		sr, err := roots.get(sl.m)
+		if err != nil {
+			return nil, hostErrno(err)
+		}
+		source, err := sr.OpenFile(sl.rel, flags, 0)
+		if err != nil {
+			return nil, hostErrno(err)
+		}
+		how := unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC | unix.AT_EMPTY_PATH
+		if recursive {
+			how |= unix.AT_RECURSIVE
+		}
+		tree, err = unix.OpenTree(int(source.Fd()), "", uint(how))
+		source.Close()
+		if err != nil {
+			return nil, err
+		}
+	default:
+		if !dir {
+			return nil, syscall.EINVAL
+		}
+		if tree, err = f.tmpfsCopy(sl.cpath); err != nil {
+			return nil, err
+		}
+	}
+	defer unix.Close(tree)
+	if err := unix.MoveMount(tree, "", int(target.Fd()), "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return nil, err
+	}
+	// The attached mount's root, held so Release unmounts this mount and no
+	// other, wherever it has been moved since.
+	root, err := dr.OpenFile(dl.rel, flags, 0)
+	if err != nil {
+		return nil, hostErrno(err)
+	}
+	return root, nil
+}
+
+// tmpfsCopy makes a detached tmpfs (fsopen/fsmount) holding a copy of the
+// container's own tree at cp, bounded by the container's memory limit.
+func (f *FS) tmpfsCopy(cp string) (int, error) {
+	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(fsfd)
+	if err := unix.FsconfigSetString(fsfd, "size", strconv.FormatInt(f.limitBytes(), 10)); err != nil {
+		return -1, err
+	}
+	if err := unix.FsconfigSetString(fsfd, "mode", "755"); err != nil {
+		return -1, err
+	}
+	if err := unix.FsconfigCreate(fsfd); err != nil {
+		return -1, err
+	}
+	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	r, err := os.OpenRoot("/proc/self/fd/" + strconv.Itoa(mfd))
+	if err == nil {
+		err = f.copyTree(r, cp)
+		r.Close()
+	}
+	if err != nil {
+		unix.Close(mfd)
+		return -1, err
+	}
+	return mfd, nil
+}
+
+// copyTree writes the container's own tree below cp into r.
+func (f *FS) copyTree(r *os.Root, cp string) error {
+	prefix := cp + "/"
+	if cp == "/" {
+		prefix = "/"
+	}
+	all := f.all()
+	names := make([]string, 0, len(all))
+	for p := range all {
+		if strings.HasPrefix(p, prefix) {
+			names = append(names, p)
+		}
+	}
+	sort.Strings(names) // parents first
+	for _, p := range names {
+		n, rel := all[p], p[len(prefix):]
+		var err error
+		switch {
+		case n.isDir():
+			err = r.Mkdir(rel, n.mode.Perm())
+		case n.isSymlink():
+			err = r.Symlink(n.target, rel)
+		default:
+			var w *os.File
+			if w, err = r.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, n.mode.Perm()); err == nil {
+				_, err = io.Copy(w, n.reader())
+				if cerr := w.Close(); err == nil {
+					err = cerr
+				}
+			}
+		}
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// undoHostMount detaches the host mount whose root root is; one already
+// gone (the host unmounted it or what held it) is fine.
+func undoHostMount(root *os.File) error {
+	err := unix.Unmount("/proc/self/fd/"+strconv.Itoa(int(root.Fd())), unix.MNT_DETACH)
+	root.Close()
+	if err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+		return err
+	}
+	return nil
+}
+
+// HoldsKernelMounts reports whether the view holds, or may come to hold,
+// kernel objects that Release must give back: private copies of host trees,
+// or (a bidirectional mount) mounts its processes make on the host.
+func (f *FS) HoldsKernelMounts() bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.mtab != nil && (len(f.mtab.trees) > 0 || f.mtab.hostMade()) {
+		return true
+	}
+	for _, m := range f.mounts {
+		if m.prop == PropagationBidirectional {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *mountTable) hostMade() bool {
+	for _, rm := range t.made {
+		if rm.host != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Release gives back what the view holds in the kernel (the container is
+// removed): the mounts made on the host are detached, the private tree
+// copies closed. The view's mounts fail with ENOENT afterwards.
+func (f *FS) Release() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mtab == nil || f.mtab.release {
+		return nil
+	}
+	f.mtab.release = true
+	var errs []error
+	for i := len(f.mtab.made) - 1; i >= 0; i-- {
+		if h := f.mtab.made[i].host; h != nil {
+			errs = append(errs, undoHostMount(h))
+		}
+	}
+	f.mtab.made = nil
+	for _, t := range f.mtab.trees {
+		errs = append(errs, t.file.Close())
+		t.file = nil
+	}
+	return errors.Join(errs...)
+}
+
+// MountInfo is /proc/self/mountinfo as the container sees it: the root, /proc,
+// each mount with the propagation Linux prints for it (shared:N for rshared,
+// the host mount's peer group; master:N for rslave), and the mounts its
+// processes made.
+func (f *FS) MountInfo() []byte {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	host, _ := ReadHostMounts()
+	var b strings.Builder
+	ro := "rw"
+	if f.cfg.ReadonlyRootfs {
+		ro = "ro"
+	}
+	const rootID = 1000
+	fmt.Fprintf(&b, "%d %d 0:40 / / %s,relatime - overlay overlay rw\n", rootID, rootID-1, ro)
+	fmt.Fprintf(&b, "%d %d 0:41 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw\n", rootID+1, rootID)
+	mounts := append([]*mountPoint(nil), f.mounts...)
+	sort.SliceStable(mounts, func(i, j int) bool { return len(mounts[i].cpath) < len(mounts[j].cpath) })
+	ids := map[string]int{"/": rootID}
+	parent := func(cp string) int {
+		for p := path.Dir(cp); ; p = path.Dir(p) {
+			if id, ok := ids[p]; ok {
+				return id
+			}
+			if p == "/" {
+				return rootID
+			}
+		}
+	}
+	next := rootID + 2
+	for _, m := range mounts {
+		hostPath := path.Join(m.dir, m.sub, m.name)
+		hm, _ := lookupHostMount(host, hostPath)
+		root := path.Join(hm.Root, strings.TrimPrefix(hostPath, hm.MountPoint))
+		opt := "rw"
+		if m.ro {
+			opt = "ro"
+		}
+		var tag string
+		switch m.prop {
+		case PropagationBidirectional:
+			if n := hm.Tag("shared"); n != 0 {
+				tag = fmt.Sprintf(" shared:%d", n)
+			}
+		case PropagationHostToContainer:
+			n := hm.Tag("shared")
+			if n == 0 {
+				n = hm.Tag("master")
+			}
+			if n != 0 {
+				tag = fmt.Sprintf(" master:%d", n)
+			}
+		}
+		dev, fstype, source, super := hm.Dev, hm.FSType, hm.Source, hm.SuperOpts
+		if dev == "" {
+			dev, fstype, source, super = "0:0", "none", "none", "rw"
+		}
+		fmt.Fprintf(&b, "%d %d %s %s %s %s,relatime%s - %s %s %s\n", next, parent(m.cpath), dev, escapeMountInfo(root), escapeMountInfo(m.cpath), opt, tag, fstype, escapeMountInfo(source), super)
+		ids[m.cpath] = next
+		next++
+	}
+	if f.mtab != nil {
+		for _, rm := range f.mtab.made {
+			if rm.bind == "" {
+				continue
+			}
+			fmt.Fprintf(&b, "%d %d 0:40 %s %s rw,relatime - overlay overlay rw\n", next, parent(rm.cpath), escapeMountInfo(rm.bind), escapeMountInfo(rm.cpath))
+			next++
+		}
+	}
+	return []byte(b.String())
+}
