@@ -130,10 +130,11 @@ func escapeMountInfo(s string) string {
 	return b.String()
 }
 
-// ReadHostMounts is cri-fake's own mount table, the host's (the kernel's
-// /proc/self/mountinfo).
+// ReadHostMounts is cri-fake's own mount table, the host's: the kernel's
+// mountinfo of the calling thread (a test may run it in a mount namespace of
+// one locked thread).
 func ReadHostMounts() ([]HostMount, error) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	data, err := os.ReadFile("/proc/thread-self/mountinfo")
 	if err != nil {
 		return nil, err
 	}

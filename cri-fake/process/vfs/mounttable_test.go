@@ -1,0 +1,358 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// inMountNS runs fn on one locked OS thread in a mount namespace of its own
+// (every mount private to it), so nothing the test mounts reaches the host's
+// table; the thread ends with fn. fn must not hand work to other goroutines:
+// they run in the host's namespace.
+func inMountNS(t *testing.T, fn func() error) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mount propagation needs mounts (CAP_SYS_ADMIN); run the tests as root to cover it")
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread and its namespace end here
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			errc <- fmt.Errorf("unshare mount namespace: %w", err)
+			return
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			errc <- fmt.Errorf("make mounts private: %w", err)
+			return
+		}
+		errc <- fn()
+	}()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// propagationHost is critest's host side (createHostPathForMountPropagation):
+// mnt bind-mounted on itself with the given propagation, an empty mnt/pm,
+// and src holding a flag file, to be mounted at mnt/pm later.
+type propagationHost struct{ mnt, pm, src string }
+
+func newPropagationHost(base string, flags uintptr) (propagationHost, error) {
+	h := propagationHost{mnt: filepath.Join(base, "mnt"), src: filepath.Join(base, "src")}
+	h.pm = filepath.Join(h.mnt, "pm")
+	return h, errors.Join(
+		os.MkdirAll(h.pm, 0o755),
+		os.MkdirAll(h.src, 0o755),
+		os.WriteFile(filepath.Join(h.src, "flagFile"), nil, 0o644),
+		unix.Mount(h.mnt, h.mnt, "", unix.MS_BIND|unix.MS_REC, ""),
+		unix.Mount("", h.mnt, "", flags|unix.MS_REC, ""),
+	)
+}
+
+// testImage is a small image with an /etc of its own (NewFS then writes
+// /etc/hostname and the others).
+func testImage() *Layer { return NewLayer().AddDir("/etc", 0o755).AddFile("/bin/sh", nil, 0o755) }
+
+func names(f *FS, p string) ([]string, error) {
+	ents, err := f.ReadDir(p)
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out, err
+}
+
+func hostNames(p string) []string {
+	ents, _ := os.ReadDir(p)
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// TestPropagationHostToContainer: what the host mounts below a mount's host
+// path after the view is built is seen through an rslave or rshared mount and
+// not through an rprivate one — critest's first check, each way.
+func TestPropagationHostToContainer(t *testing.T) {
+	for _, tc := range []struct {
+		prop  Propagation
+		flags uintptr
+		sees  bool
+	}{
+		{PropagationPrivate, unix.MS_PRIVATE, false},
+		{PropagationPrivate, unix.MS_SHARED, false},
+		{PropagationHostToContainer, unix.MS_SHARED, true},
+		{PropagationBidirectional, unix.MS_SHARED, true},
+	} {
+		t.Run(fmt.Sprintf("%v on %#x", tc.prop, tc.flags), func(t *testing.T) {
+			base := t.TempDir()
+			inMountNS(t, func() error {
+				h, err := newPropagationHost(base, tc.flags)
+				if err != nil {
+					return err
+				}
+				f, err := NewFS(FSConfig{Mounts: []Mount{{ContainerPath: h.mnt, HostPath: h.mnt, Propagation: tc.prop}}})
+				if err != nil {
+					return err
+				}
+				defer f.Release()
+				if err := unix.Mount(h.src, h.pm, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+					return err
+				}
+				got, err := names(f, h.pm)
+				if err != nil {
+					return err
+				}
+				if sees := len(got) > 0; sees != tc.sees {
+					return fmt.Errorf("the container lists %q in %s, want the host's new mount seen: %v", got, h.pm, tc.sees)
+				}
+				if host := hostNames(h.pm); len(host) != 1 {
+					return fmt.Errorf("the host lists %q", host)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestPropagationContainerToHost: `mount --bind` in the container below an
+// rshared mount is a real mount on the host, both for the container's own
+// tree (a tmpfs copy) and for a host-backed directory; below rslave or
+// rprivate, or from a container that is not privileged, it stays in the
+// container. Release (container removal) takes the host's mounts away.
+func TestPropagationContainerToHost(t *testing.T) {
+	for _, tc := range []struct {
+		prop       Propagation
+		privileged bool
+		src        string
+		hostSees   bool
+	}{
+		{PropagationBidirectional, true, "/etc", true},
+		{PropagationBidirectional, true, "/data", true},
+		{PropagationBidirectional, false, "/etc", false},
+		{PropagationHostToContainer, true, "/etc", false},
+		{PropagationPrivate, true, "/etc", false},
+		{PropagationPrivate, true, "/data", false},
+	} {
+		t.Run(fmt.Sprintf("%v privileged=%v %s", tc.prop, tc.privileged, tc.src), func(t *testing.T) {
+			base, data := t.TempDir(), t.TempDir()
+			if err := os.WriteFile(filepath.Join(data, "from-data"), []byte("x\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			inMountNS(t, func() error {
+				h, err := newPropagationHost(base, unix.MS_SHARED)
+				if err != nil {
+					return err
+				}
+				f, err := NewFS(FSConfig{Image: testImage(), Hostname: "h", Mounts: []Mount{
+					{ContainerPath: h.mnt, HostPath: h.mnt, Propagation: tc.prop},
+					{ContainerPath: "/data", HostPath: data},
+				}})
+				if err != nil {
+					return err
+				}
+				cmp := filepath.Join(h.mnt, "cmp")
+				if err := f.MkdirAll(cmp, 0o755); err != nil {
+					return err
+				}
+				if err := f.BindMount(tc.src, cmp, false, tc.privileged); err != nil {
+					return err
+				}
+				want := "hostname"
+				if tc.src == "/data" {
+					want = "from-data"
+				}
+				inside, err := names(f, cmp)
+				if err != nil || !strings.Contains(strings.Join(inside, " "), want) {
+					return fmt.Errorf("the container lists %q (%v) at %s, want %s among them", inside, err, cmp, want)
+				}
+				host := hostNames(cmp)
+				if hostSees := len(host) > 0; hostSees != tc.hostSees {
+					return fmt.Errorf("the host lists %q at %s, want the mount seen: %v", host, cmp, tc.hostSees)
+				}
+				if err := f.Release(); err != nil {
+					return err
+				}
+				if host := hostNames(cmp); len(host) != 0 {
+					return fmt.Errorf("after Release the host still lists %q at %s", host, cmp)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestPropagationCheck: containerd refuses an rshared mount whose host path
+// is not on a shared mount, and an rslave one not on a shared or slave
+// mount, with its own messages; NewFS fails with them.
+func TestPropagationCheck(t *testing.T) {
+	base := t.TempDir()
+	inMountNS(t, func() error {
+		h, err := newPropagationHost(base, unix.MS_PRIVATE)
+		if err != nil {
+			return err
+		}
+		for _, tc := range []struct {
+			prop Propagation
+			want string
+		}{
+			{PropagationBidirectional, fmt.Sprintf("path %q is mounted on %q but it is not a shared mount", h.pm, h.mnt)},
+			{PropagationHostToContainer, fmt.Sprintf("path %q is mounted on %q but it is not a shared or slave mount", h.pm, h.mnt)},
+		} {
+			_, err := NewFS(FSConfig{Mounts: []Mount{{ContainerPath: "/m", HostPath: h.pm, Propagation: tc.prop}}})
+			if err == nil || !strings.HasSuffix(err.Error(), tc.want) {
+				return fmt.Errorf("%v on a private mount: %v, want %q", tc.prop, err, tc.want)
+			}
+		}
+		// A slave mount takes rslave and still refuses rshared.
+		if err := unix.Mount("", h.mnt, "", unix.MS_SHARED, ""); err != nil {
+			return err
+		}
+		slave := filepath.Join(base, "slave")
+		if err := errors.Join(os.Mkdir(slave, 0o755), unix.Mount(h.mnt, slave, "", unix.MS_BIND, ""), unix.Mount("", slave, "", unix.MS_SLAVE, "")); err != nil {
+			return err
+		}
+		if _, err := NewFS(FSConfig{Mounts: []Mount{{ContainerPath: "/m", HostPath: slave, Propagation: PropagationHostToContainer}}}); err != nil {
+			return fmt.Errorf("rslave on a slave mount: %v", err)
+		}
+		if _, err := NewFS(FSConfig{Mounts: []Mount{{ContainerPath: "/m", HostPath: slave, Propagation: PropagationBidirectional}}}); err == nil {
+			return errors.New("rshared on a slave mount was accepted")
+		}
+		return nil
+	})
+}
+
+// TestMountInfoPropagation: /proc/self/mountinfo shows an rshared mount in
+// the host mount's peer group (shared:N), an rslave one as its slave
+// (master:N), an rprivate one with neither, as Linux prints them.
+func TestMountInfoPropagation(t *testing.T) {
+	base := t.TempDir()
+	inMountNS(t, func() error {
+		h, err := newPropagationHost(base, unix.MS_SHARED)
+		if err != nil {
+			return err
+		}
+		host, err := ReadHostMounts()
+		if err != nil {
+			return err
+		}
+		hm, _ := lookupHostMount(host, h.mnt)
+		peer := hm.Tag("shared")
+		if peer == 0 {
+			return fmt.Errorf("the host mount %+v is not shared", hm)
+		}
+		f, err := NewFS(FSConfig{Mounts: []Mount{
+			{ContainerPath: "/shared", HostPath: h.mnt, Propagation: PropagationBidirectional},
+			{ContainerPath: "/slave", HostPath: h.mnt, Propagation: PropagationHostToContainer},
+			{ContainerPath: "/private", HostPath: h.mnt},
+		}})
+		if err != nil {
+			return err
+		}
+		defer f.Release()
+		got := ParseMountInfo(f.MountInfo())
+		want := map[string]string{"/shared": fmt.Sprintf("shared:%d", peer), "/slave": fmt.Sprintf("master:%d", peer), "/private": "", "/": "", "/proc": ""}
+		if len(got) != len(want) {
+			return fmt.Errorf("mountinfo has %d mounts, want %d:\n%s", len(got), len(want), f.MountInfo())
+		}
+		for _, m := range got {
+			if w, ok := want[m.MountPoint]; !ok || strings.Join(m.Optional, " ") != w {
+				return fmt.Errorf("mount %s shows %q, want %q:\n%s", m.MountPoint, m.Optional, w, f.MountInfo())
+			}
+			if m.MountPoint == "/shared" && (m.Root != hm.Root || m.FSType != hm.FSType) {
+				return fmt.Errorf("mount /shared: root %q type %q, want the host's %q %q", m.Root, m.FSType, hm.Root, hm.FSType)
+			}
+		}
+		return nil
+	})
+}
+
+// TestBindMountOwnTree: a bind of the container's own tree shows its source
+// at the mount point until umount; umount of what is not a mount point is
+// EINVAL, as the kernel answers.
+func TestBindMountOwnTree(t *testing.T) {
+	f, err := NewFS(FSConfig{Image: testImage(), Hostname: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.MkdirAll("/x", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.BindMount("/etc", "/x", false, true); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := f.ReadFile("/x/hostname"); err != nil || string(data) != "h\n" {
+		t.Errorf("/x/hostname through the bind: %q, %v", data, err)
+	}
+	if got := string(f.MountInfo()); !strings.Contains(got, " /etc /x ") {
+		t.Errorf("mountinfo does not list the bind:\n%s", got)
+	}
+	if err := f.Unmount("/x"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := names(f, "/x"); err != nil || len(got) != 0 {
+		t.Errorf("/x after umount lists %q, %v", got, err)
+	}
+	if err := f.Unmount("/x"); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("umount of a plain directory: %v, want EINVAL", err)
+	}
+	if err := f.BindMount("/etc", "/nowhere", false, true); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("bind onto a missing mount point: %v, want ENOENT", err)
+	}
+	if err := f.BindMount("/etc/hostname", "/x", false, true); !errors.Is(err, syscall.ENOTDIR) {
+		t.Errorf("bind of a file onto a directory: %v, want ENOTDIR", err)
+	}
+}
+
+func TestParseMountInfo(t *testing.T) {
+	in := "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n" +
+		"40 22 0:30 /a\\040b /mnt/with\\040space rw master:3 propagate_from:1 - tmpfs tmpfs rw,size=10k\n" +
+		"garbage\n41 22 0:31 / /x rw - proc\n"
+	got := ParseMountInfo([]byte(in))
+	if len(got) != 2 {
+		t.Fatalf("parsed %d mounts, want 2: %+v", len(got), got)
+	}
+	if got[0].Tag("shared") != 1 || got[0].FSType != "ext4" || got[0].Source != "/dev/sda1" {
+		t.Errorf("first: %+v", got[0])
+	}
+	if got[1].MountPoint != "/mnt/with space" || got[1].Root != "/a b" || got[1].Tag("master") != 3 || got[1].Tag("shared") != 0 || got[1].SuperOpts != "rw,size=10k" {
+		t.Errorf("second: %+v", got[1])
+	}
+	if m, ok := lookupHostMount(got, "/mnt/with space/sub"); !ok || m.ID != 40 {
+		t.Errorf("lookup below the second: %+v %v", m, ok)
+	}
+	if m, ok := lookupHostMount(got, "/mnt/with spaces"); !ok || m.ID != 22 {
+		t.Errorf("lookup of a sibling with a longer name: %+v %v (a string prefix is not a parent)", m, ok)
+	}
+	if e := escapeMountInfo("/a b\\c"); e != `/a\040b\134c` || unescapeMountInfo(e) != "/a b\\c" {
+		t.Errorf("escape round trip: %q", e)
+	}
+}
+
+// FuzzParseMountInfo: any bytes parse without a panic, and what is parsed
+// prints and parses back to the same mount points.
+func FuzzParseMountInfo(f *testing.F) {
+	f.Add([]byte("22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"))
+	f.Add([]byte("40 22 0:30 /a\\040b /m\\134x rw master:3 - tmpfs tmpfs rw\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, m := range ParseMountInfo(data) {
+			if m.MountPoint == "" {
+				continue
+			}
+			line := fmt.Sprintf("%d %d %s %s %s rw - x y z\n", m.ID, m.Parent, "0:0", escapeMountInfo(m.Root), escapeMountInfo(m.MountPoint))
+			back := ParseMountInfo([]byte(line))
+			if len(back) != 1 || back[0].MountPoint != m.MountPoint || back[0].Root != m.Root {
+				t.Fatalf("%q printed as %q parsed back as %+v", m.MountPoint, line, back)
+			}
+		}
+	})
+}
