@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,14 +45,16 @@ type Simulated struct {
 	starts  delayedStarts
 	lookups lookupCache
 
-	mu      sync.Mutex
-	layers  map[string]*process.Layer
-	specs   map[string]process.Spec // built at CreateContainer, for StartContainer
-	dnsOnce sync.Once
-	hostDNS *runtimeapi.DNSConfig
-	pods    map[string]*simPod
-	nodePID *process.PIDNamespace
-	mounts  map[string]*process.FS // views holding kernel mounts, by container (simulated_mounts.go)
+	mu         sync.Mutex
+	layers     map[string]*process.Layer
+	specs      map[string]process.Spec // built at CreateContainer, for StartContainer
+	dnsOnce    sync.Once
+	hostDNS    *runtimeapi.DNSConfig
+	pods       map[string]*simPod
+	nodePID    *process.PIDNamespace
+	mounts     map[string]*process.FS // views holding kernel mounts, by container (simulated_mounts.go)
+	trees      *process.TreeBudget    // private copies of host trees for rprivate mounts
+	treesShort atomic.Bool            // the budget ran out once (logged once)
 }
 
 // DefaultStartLatency is the simulated container start time: shorter than a real runc start
@@ -65,6 +68,7 @@ func NewSimulated() *Simulated {
 		layers:       map[string]*process.Layer{},
 		specs:        map[string]process.Spec{},
 		pods:         map[string]*simPod{},
+		trees:        process.NewTreeBudget(treeBudget()),
 	}
 }
 
@@ -135,6 +139,7 @@ func (l *Simulated) processSpec(ts task.Spec) (process.Spec, error) {
 	}
 	spec, err := process.FromCRI(ts.Config, sbCfg, ic, ts.PodIPs)
 	if err == nil {
+		l.copyPrivateMounts(ts.ContainerID, spec.FS)
 		l.holdMounts(ts.ContainerID, spec.FS)
 	}
 	return spec, err

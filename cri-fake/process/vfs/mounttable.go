@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -20,11 +21,12 @@ import (
 // (mount --bind, umount).
 //
 // rprivate: a directory mount is a private copy of the host's mount tree at
-// the host path, taken when the view is built (open_tree(2) with
-// OPEN_TREE_CLONE|AT_RECURSIVE, then made private): what the host mounts
-// below the path later is not in it, as in a runc container's private mount
-// namespace. It needs CAP_SYS_ADMIN; without it (cri-fake not root) the view
-// reads the host path as the host sees it.
+// the host path, taken when the view is built (CopyPrivateMounts:
+// open_tree(2) with OPEN_TREE_CLONE|AT_RECURSIVE, then made private): what
+// the host mounts below the path later is not in it, as in a runc
+// container's private mount namespace. It needs CAP_SYS_ADMIN and a file
+// descriptor of the runtime's TreeBudget; without either the view reads the
+// host path as the host sees it.
 //
 // rslave and rshared: the view reads the host path as the host sees it, so
 // what the host mounts there later is visible (the detached copy above would
@@ -59,7 +61,8 @@ type mountTable struct {
 	binds   map[string]string // mount point → source, both in the container's own tree
 	made    []runtimeMount
 	trees   []*hostTree
-	release bool // Release was called
+	budget  *TreeBudget // what the trees were taken from
+	release bool        // Release was called
 }
 
 func (f *FS) table() *mountTable {
@@ -70,40 +73,95 @@ func (f *FS) table() *mountTable {
 }
 
 // setPropagation applies cfg's propagation to the mount mp built from it at
-// NewFS: containerd's check of the host mount for rslave and rshared, a
-// private copy of the host tree for rprivate. hostMounts is read on first
-// need.
+// NewFS: containerd's check of the host mount for rslave and rshared.
+// hostMounts is read on first need. (rprivate's copy is CopyPrivateMounts.)
 func (f *FS) setPropagation(mp *mountPoint, m Mount, hostMounts *[]HostMount) error {
 	mp.prop = m.Propagation
-	if m.Propagation != PropagationPrivate {
-		if *hostMounts == nil {
-			hm, err := ReadHostMounts()
-			if err != nil {
-				return err
-			}
-			*hostMounts = hm
+	if m.Propagation == PropagationPrivate {
+		return nil
+	}
+	if *hostMounts == nil {
+		hm, err := ReadHostMounts()
+		if err != nil {
+			return err
 		}
-		return CheckPropagation(*hostMounts, m.HostPath, m.Propagation)
+		*hostMounts = hm
 	}
-	if !mp.isDir() {
-		return nil
+	return CheckPropagation(*hostMounts, m.HostPath, m.Propagation)
+}
+
+// TreeBudget bounds the private copies of host trees all the views of one
+// runtime hold: each is a file descriptor for as long as its container
+// exists, and a node of thousands of containers must keep descriptors for
+// its sockets and logs. Safe for concurrent use; nil allows none.
+type TreeBudget struct {
+	mu   sync.Mutex
+	left int
+}
+
+// NewTreeBudget allows n private copies at a time.
+func NewTreeBudget(n int) *TreeBudget { return &TreeBudget{left: n} }
+
+func (b *TreeBudget) take() bool {
+	if b == nil {
+		return false
 	}
-	fd, err := unix.OpenTree(unix.AT_FDCWD, mp.dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-	if err != nil {
-		// No CAP_SYS_ADMIN (cri-fake not root): the host's view, which such a
-		// host cannot change by mounting anyway.
-		return nil
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.left <= 0 {
+		return false
 	}
-	// Private, so nothing the host does reaches it whatever later kernels
-	// propagate into detached trees.
-	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Propagation: unix.MS_PRIVATE}); err != nil {
-		unix.Close(fd)
-		return nil
+	b.left--
+	return true
+}
+
+func (b *TreeBudget) give() {
+	b.mu.Lock()
+	b.left++
+	b.mu.Unlock()
+}
+
+// CopyPrivateMounts takes, for each rprivate directory mount of the config,
+// a private copy of the host's mount tree at its host path
+// (open_tree(OPEN_TREE_CLONE|AT_RECURSIVE), made private), which the mount's
+// operations go through from then on: what the host mounts below the path
+// later is not in it. The runtime calls it when the view is built. Without
+// CAP_SYS_ADMIN (cri-fake not root) nothing is copied and the mounts read
+// the host path as the host sees it, which such a host cannot change by
+// mounting anyway; past b's bound the same. short is how many mounts b left
+// uncopied.
+func (f *FS) CopyPrivateMounts(b *TreeBudget) (short int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mtab != nil && f.mtab.release {
+		return 0
 	}
-	t := &hostTree{file: os.NewFile(uintptr(fd), mp.dir)}
-	f.table().trees = append(f.table().trees, t)
-	mp.tree = t
-	return nil
+	for _, mp := range f.mounts {
+		if mp.prop != PropagationPrivate || !mp.isDir() || mp.tree != nil || mp.sub != "" {
+			continue
+		}
+		if !b.take() {
+			short++
+			continue
+		}
+		fd, err := unix.OpenTree(unix.AT_FDCWD, mp.dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err == nil {
+			// Private, so nothing the host does reaches it whatever later
+			// kernels propagate into detached trees.
+			if err = unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Propagation: unix.MS_PRIVATE}); err != nil {
+				unix.Close(fd)
+			}
+		}
+		if err != nil {
+			b.give()
+			return short // not permitted here: the host's view for all
+		}
+		t := &hostTree{file: os.NewFile(uintptr(fd), mp.dir)}
+		f.table().trees = append(f.table().trees, t)
+		f.mtab.budget = b
+		mp.tree = t
+	}
+	return short
 }
 
 // openBase opens the directory m's operations go through: its host
@@ -488,7 +546,8 @@ func (t *mountTable) hostMade() bool {
 
 // Release gives back what the view holds in the kernel (the container is
 // removed): the mounts made on the host are detached, the private tree
-// copies closed. The view's mounts fail with ENOENT afterwards.
+// copies closed (in the background). The view's mounts fail with ENOENT
+// afterwards.
 func (f *FS) Release() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -503,9 +562,21 @@ func (f *FS) Release() error {
 		}
 	}
 	f.mtab.made = nil
+	files := make([]*os.File, 0, len(f.mtab.trees))
 	for _, t := range f.mtab.trees {
-		errs = append(errs, t.file.Close())
+		files = append(files, t.file)
 		t.file = nil
+		f.mtab.budget.give()
+	}
+	if len(files) > 0 {
+		// The kernel dissolves a detached tree on its last close after an RCU
+		// grace period (0.1-0.6 ms here, mostly waiting): the caller
+		// (RemoveContainer) does not wait for it.
+		go func() {
+			for _, file := range files {
+				file.Close()
+			}
+		}()
 	}
 	return errors.Join(errs...)
 }

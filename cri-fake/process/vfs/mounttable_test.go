@@ -104,6 +104,9 @@ func TestPropagationHostToContainer(t *testing.T) {
 				if err != nil {
 					return err
 				}
+				if short := f.CopyPrivateMounts(NewTreeBudget(1)); short != 0 {
+					return fmt.Errorf("%d mounts left uncopied", short)
+				}
 				defer f.Release()
 				if err := unix.Mount(h.src, h.pm, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 					return err
@@ -160,6 +163,7 @@ func TestPropagationContainerToHost(t *testing.T) {
 				if err != nil {
 					return err
 				}
+				f.CopyPrivateMounts(NewTreeBudget(2))
 				cmp := filepath.Join(h.mnt, "cmp")
 				if err := f.MkdirAll(cmp, 0o755); err != nil {
 					return err
@@ -355,4 +359,68 @@ func FuzzParseMountInfo(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkNewFSMount is what a directory mount's propagation costs when the
+// view is built and released: rprivate takes a private copy of the host
+// tree (open_tree, as root), rslave reads the host's mountinfo for
+// containerd's check, and "no mount" is the floor.
+func BenchmarkNewFSMount(b *testing.B) {
+	dir := b.TempDir()
+	for _, bc := range []struct {
+		name   string
+		mounts []Mount
+	}{
+		{"no mount", nil},
+		{"rprivate", []Mount{{ContainerPath: "/data", HostPath: dir}}},
+		{"rslave", []Mount{{ContainerPath: "/data", HostPath: "/", Propagation: PropagationHostToContainer}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			img, budget := testImage(), NewTreeBudget(1)
+			for b.Loop() {
+				f, err := NewFS(FSConfig{Image: img, Mounts: bc.mounts})
+				if err != nil {
+					b.Skip(err) // "/" is not a shared or slave mount here
+				}
+				f.CopyPrivateMounts(budget)
+				if err := f.Release(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestTreeBudget: private copies are taken while the budget lasts, given
+// back by Release; past it a mount reads the host's view and is counted.
+func TestTreeBudget(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("private copies need CAP_SYS_ADMIN; run the tests as root to cover them")
+	}
+	dir := t.TempDir()
+	b := NewTreeBudget(1)
+	views := make([]*FS, 2)
+	for i := range views {
+		f, err := NewFS(FSConfig{Mounts: []Mount{{ContainerPath: "/d", HostPath: dir}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		views[i] = f
+	}
+	if short := views[0].CopyPrivateMounts(b); short != 0 {
+		t.Fatalf("first view: %d short", short)
+	}
+	if short := views[1].CopyPrivateMounts(b); short != 1 {
+		t.Fatalf("second view: %d short, want 1 (the budget is spent)", short)
+	}
+	if err := views[0].Release(); err != nil {
+		t.Fatal(err)
+	}
+	if short := views[1].CopyPrivateMounts(b); short != 0 {
+		t.Fatalf("second view after the first's Release: %d short", short)
+	}
+	views[1].Release()
+	if short := views[1].CopyPrivateMounts(b); short != 0 || len(views[1].mtab.trees) != 1 || !b.take() {
+		t.Fatalf("a released view took copies or kept its budget: %d short, %d trees", short, len(views[1].mtab.trees))
+	}
 }
