@@ -93,9 +93,6 @@ func TestCritestDefault(t *testing.T) {
 // (cri-fake/README.md, "What critest's default set fails and why").
 func critestDefaultFailures() []string {
 	return []string{
-		"[k8s.io] Container Mount Propagation runtime should support mount propagation mount with 'rprivate' should not support propagation",
-		"[k8s.io] Container Mount Propagation runtime should support mount propagation mount with 'rshared' should support propagation from host to container and vice versa",
-		"[k8s.io] Container Mount Propagation runtime should support mount propagation mount with 'rslave' should support propagation from host to container",
 		"[k8s.io] Container OOM runtime should output OOMKilled reason should terminate with exitCode 137 and reason OOMKilled",
 		"[k8s.io] Security Context NamespaceOption runtime should support HostIpc is false",
 		"[k8s.io] Security Context NamespaceOption runtime should support HostIpc is true",
