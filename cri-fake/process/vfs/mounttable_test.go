@@ -300,6 +300,16 @@ func TestBindMountOwnTree(t *testing.T) {
 	if got := string(f.MountInfo()); !strings.Contains(got, " /etc /x ") {
 		t.Errorf("mountinfo does not list the bind:\n%s", got)
 	}
+	// A bind of / at /y does not contain itself: /y/y is the empty mount point.
+	if err := errors.Join(f.MkdirAll("/y", 0o755), f.BindMount("/", "/y", false, true)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := names(f, "/y/y"); err != nil || len(got) != 0 {
+		t.Errorf("/y/y lists %q, %v; want the empty mount point", got, err)
+	}
+	if data, err := f.ReadFile("/y/etc/hostname"); err != nil || string(data) != "h\n" {
+		t.Errorf("/y/etc/hostname: %q, %v", data, err)
+	}
 	if err := f.Unmount("/x"); err != nil {
 		t.Fatal(err)
 	}
