@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/plugsim/plugsim/internal/mountinfo"
 )
 
 // mountPoint is a host mount as the FS serves it. Every host operation under
@@ -155,7 +157,7 @@ func (f *FS) addMounts(mounts []Mount, add func(string, []byte)) error {
 	ms := append([]Mount(nil), mounts...)
 	sort.SliceStable(ms, func(i, j int) bool { return depth(ms[i].ContainerPath) < depth(ms[j].ContainerPath) })
 	f.mountAt = map[string]*mountPoint{}
-	var hostMounts []HostMount
+	var hostMounts []mountinfo.Mount
 	for _, m := range ms {
 		if m.ContainerPath == "" || !path.IsAbs(m.ContainerPath) {
 			return fmt.Errorf("mount container path %q must be absolute", m.ContainerPath)

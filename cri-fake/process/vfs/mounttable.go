@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/plugsim/plugsim/internal/mountinfo"
 )
 
 // The container's mount namespace, beyond the mounts of its config: how each
@@ -75,13 +77,13 @@ func (f *FS) table() *mountTable {
 // setPropagation applies cfg's propagation to the mount mp built from it at
 // NewFS: containerd's check of the host mount for rslave and rshared.
 // hostMounts is read on first need. (rprivate's copy is CopyPrivateMounts.)
-func (f *FS) setPropagation(mp *mountPoint, m Mount, hostMounts *[]HostMount) error {
+func (f *FS) setPropagation(mp *mountPoint, m Mount, hostMounts *[]mountinfo.Mount) error {
 	mp.prop = m.Propagation
 	if m.Propagation == PropagationPrivate {
 		return nil
 	}
 	if *hostMounts == nil {
-		hm, err := ReadHostMounts()
+		hm, err := mountinfo.Read()
 		if err != nil {
 			return err
 		}
@@ -588,7 +590,7 @@ func (f *FS) Release() error {
 func (f *FS) MountInfo() []byte {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	host, _ := ReadHostMounts()
+	host, _ := mountinfo.Read()
 	var b strings.Builder
 	ro := "rw"
 	if f.cfg.ReadonlyRootfs {
@@ -613,7 +615,7 @@ func (f *FS) MountInfo() []byte {
 	next := rootID + 2
 	for _, m := range mounts {
 		hostPath := path.Join(m.dir, m.sub, m.name)
-		hm, _ := lookupHostMount(host, hostPath)
+		hm, _ := mountinfo.Lookup(host, hostPath)
 		root := path.Join(hm.Root, strings.TrimPrefix(hostPath, hm.MountPoint))
 		opt := "rw"
 		if m.ro {
@@ -638,7 +640,7 @@ func (f *FS) MountInfo() []byte {
 		if dev == "" {
 			dev, fstype, source, super = "0:0", "none", "none", "rw"
 		}
-		fmt.Fprintf(&b, "%d %d %s %s %s %s,relatime%s - %s %s %s\n", next, parent(m.cpath), dev, escapeMountInfo(root), escapeMountInfo(m.cpath), opt, tag, fstype, escapeMountInfo(source), super)
+		fmt.Fprintf(&b, "%d %d %s %s %s %s,relatime%s - %s %s %s\n", next, parent(m.cpath), dev, mountinfo.Escape(root), mountinfo.Escape(m.cpath), opt, tag, fstype, mountinfo.Escape(source), super)
 		ids[m.cpath] = next
 		next++
 	}
@@ -647,7 +649,7 @@ func (f *FS) MountInfo() []byte {
 			if rm.bind == "" {
 				continue
 			}
-			fmt.Fprintf(&b, "%d %d 0:40 %s %s rw,relatime - overlay overlay rw\n", next, parent(rm.cpath), escapeMountInfo(rm.bind), escapeMountInfo(rm.cpath))
+			fmt.Fprintf(&b, "%d %d 0:40 %s %s rw,relatime - overlay overlay rw\n", next, parent(rm.cpath), mountinfo.Escape(rm.bind), mountinfo.Escape(rm.cpath))
 			next++
 		}
 	}
