@@ -46,12 +46,25 @@ import (
 // nil once released.
 type hostTree struct{ file *os.File }
 
+// A container's processes make at most maxRuntimeMounts mounts (its table
+// stays bounded; Linux bounds a namespace by fs.mount-max), of which at most
+// maxHostMounts are real mounts on the host, whose tmpfs copies of the
+// container's own tree hold at most its memory limit together.
+const (
+	maxRuntimeMounts = 1024
+	maxHostMounts    = 16
+)
+
 // runtimeMount is one mount a process made, in order.
 type runtimeMount struct {
 	cpath string
 	bind  string      // a bind of the container's own tree: the source container path
 	mp    *mountPoint // a bind of a host-backed directory or file
 	host  *os.File    // a real host mount (O_PATH on its root), undone by Release
+	// hostPath is where the real host mount was made (what mountinfo shows
+	// of it); hostBytes what its tmpfs copy holds.
+	hostPath  string
+	hostBytes int64
 	// what the mount covers, restored by umount
 	prevMP   *mountPoint
 	prevBind string
@@ -236,6 +249,11 @@ func (f *FS) BindMount(src, dst string, recursive, hostPropagation bool) error {
 	if err != nil {
 		return pathErr("mount", dst, err)
 	}
+	if key, ok := f.mountPointAt(&roots, dst); ok {
+		// dst is a mount point already: the new mount goes on top of it
+		// there (dl is inside what is mounted).
+		dl.cpath = key
+	}
 	srcDir, err := f.locIsDir(&roots, sl)
 	if err != nil {
 		return pathErr("mount", src, err)
@@ -247,12 +265,20 @@ func (f *FS) BindMount(src, dst string, recursive, hostPropagation bool) error {
 	if srcDir != dstDir {
 		return pathErr("mount", dst, syscall.ENOTDIR)
 	}
+	if len(f.table().made) >= maxRuntimeMounts {
+		// The kernel's bound is fs.mount-max per namespace: ENOSPC past it.
+		return pathErr("mount", dst, syscall.ENOSPC)
+	}
 	rm := runtimeMount{cpath: dl.cpath, prevMP: f.mountAt[dl.cpath], prevBind: f.table().binds[dl.cpath]}
 	switch {
 	case dl.kind == locHost && dl.m.prop == PropagationBidirectional && hostPropagation:
-		if rm.host, err = f.hostBind(&roots, sl, dl, srcDir, recursive); err != nil {
+		if f.mtab.hostMounts() >= maxHostMounts {
+			return pathErr("mount", dst, syscall.ENOSPC)
+		}
+		if rm.host, rm.hostBytes, err = f.hostBind(&roots, sl, dl, srcDir, recursive); err != nil {
 			return pathErr("mount", dst, err)
 		}
+		rm.hostPath = path.Join(dl.m.dir, dl.m.sub, dl.rel)
 		// The view reads the host path, where the mount now is.
 		rm.prevMP, rm.prevBind = nil, ""
 	case sl.kind == locHost:
@@ -300,6 +326,34 @@ func (f *FS) BindMount(src, dst string, recursive, hostPropagation bool) error {
 	return nil
 }
 
+// mountPointAt is the container path of the mount point p names — its
+// parent resolved, its last component not entered — when a mount of the
+// container's config or of its processes is there. The real host mounts made
+// below a bidirectional mount are the host's, found by resolving p.
+func (f *FS) mountPointAt(roots *hostRoots, p string) (string, bool) {
+	p = strings.TrimRight(p, "/")
+	base := path.Base(p)
+	if p == "" || base == "." || base == ".." {
+		return "", false
+	}
+	pl, err := f.walk(roots, path.Dir(p), true, false)
+	if err != nil {
+		return "", false
+	}
+	cp := path.Join(pl.cpath, base)
+	if f.mountAt[cp] != nil {
+		return cp, true
+	}
+	if f.mtab != nil {
+		for _, rm := range f.mtab.made {
+			if rm.cpath == cp {
+				return cp, true
+			}
+		}
+	}
+	return "", false
+}
+
 // locIsDir reports whether a resolved location is a directory (ENOENT when
 // it does not exist).
 func (f *FS) locIsDir(roots *hostRoots, l loc) (bool, error) {
@@ -329,18 +383,15 @@ func (f *FS) locIsDir(roots *hostRoots, l loc) (bool, error) {
 func (f *FS) Unmount(dst string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	// The mount point itself, not what is mounted there: resolve its parent.
-	dst = strings.TrimRight(dst, "/")
-	if dst == "" || path.Base(dst) == "." || path.Base(dst) == ".." {
-		return pathErr("umount", dst, syscall.EINVAL)
-	}
 	var roots hostRoots
 	defer roots.close()
-	pl, err := f.walk(&roots, path.Dir(dst), true, false)
-	if err != nil {
-		return pathErr("umount", dst, err)
+	cp, ok := f.mountPointAt(&roots, dst)
+	if !ok {
+		if _, err := f.walk(&roots, dst, true, false); err != nil {
+			return pathErr("umount", dst, err)
+		}
+		return pathErr("umount", dst, syscall.EINVAL)
 	}
-	cp := path.Join(pl.cpath, path.Base(dst))
 	t := f.table()
 	for i := len(t.made) - 1; i >= 0; i-- {
 		rm := t.made[i]
@@ -383,10 +434,10 @@ func (f *FS) Unmount(dst string) error {
 // is opened through the mounts' roots, so nothing outside their host
 // directories is named. It returns an O_PATH descriptor on the new mount's
 // root (what Release unmounts).
-func (f *FS) hostBind(roots *hostRoots, sl, dl loc, dir, recursive bool) (*os.File, error) {
+func (f *FS) hostBind(roots *hostRoots, sl, dl loc, dir, recursive bool) (_ *os.File, copied int64, _ error) {
 	dr, err := roots.get(dl.m)
 	if err != nil {
-		return nil, hostErrno(err)
+		return nil, 0, hostErrno(err)
 	}
 	flags := unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW
 	if dir {
@@ -394,7 +445,7 @@ func (f *FS) hostBind(roots *hostRoots, sl, dl loc, dir, recursive bool) (*os.Fi
 	}
 	target, err := dr.OpenFile(dl.rel, flags, 0)
 	if err != nil {
-		return nil, hostErrno(err)
+		return nil, 0, hostErrno(err)
 	}
 	defer target.Close()
 	var tree int
@@ -402,11 +453,11 @@ func (f *FS) hostBind(roots *hostRoots, sl, dl loc, dir, recursive bool) (*os.Fi
 	case locHost:
 		sr, err := roots.get(sl.m)
 		if err != nil {
-			return nil, hostErrno(err)
+			return nil, 0, hostErrno(err)
 		}
 		source, err := sr.OpenFile(sl.rel, flags, 0)
 		if err != nil {
-			return nil, hostErrno(err)
+			return nil, 0, hostErrno(err)
 		}
 		how := unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC | unix.AT_EMPTY_PATH
 		if recursive {
@@ -415,49 +466,55 @@ func (f *FS) hostBind(roots *hostRoots, sl, dl loc, dir, recursive bool) (*os.Fi
 		tree, err = unix.OpenTree(int(source.Fd()), "", uint(how))
 		source.Close()
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	default:
 		if !dir {
-			return nil, syscall.EINVAL
+			return nil, 0, syscall.EINVAL
 		}
-		if tree, err = f.tmpfsCopy(sl.cpath); err != nil {
-			return nil, err
+		if tree, copied, err = f.tmpfsCopy(sl.cpath); err != nil {
+			return nil, 0, err
 		}
 	}
 	defer unix.Close(tree)
 	if err := unix.MoveMount(tree, "", int(target.Fd()), "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// The attached mount's root, held so Release unmounts this mount and no
 	// other, wherever it has been moved since.
 	root, err := dr.OpenFile(dl.rel, flags, 0)
 	if err != nil {
-		return nil, hostErrno(err)
+		return nil, 0, hostErrno(err)
 	}
-	return root, nil
+	return root, copied, nil
 }
 
 // tmpfsCopy makes a detached tmpfs (fsopen/fsmount) holding a copy of the
-// container's own tree at cp, bounded by the container's memory limit.
-func (f *FS) tmpfsCopy(cp string) (int, error) {
+// container's own tree at cp: sized to what it copies plus a megabyte, and
+// refused (ENOSPC) when the copies would hold more than the container's
+// memory limit together.
+func (f *FS) tmpfsCopy(cp string) (fd int, size int64, _ error) {
+	size = 1 << 20
+	for p, n := range f.all() {
+		if strings.HasPrefix(p, cp+"/") || cp == "/" {
+			size += (n.bytes() + 4095) &^ 4095 // tmpfs holds whole pages
+		}
+	}
+	if f.mtab.hostCopyBytes()+size > f.limitBytes() {
+		return -1, 0, syscall.ENOSPC
+	}
 	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
 	if err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	defer unix.Close(fsfd)
-	if err := unix.FsconfigSetString(fsfd, "size", strconv.FormatInt(f.limitBytes(), 10)); err != nil {
-		return -1, err
-	}
-	if err := unix.FsconfigSetString(fsfd, "mode", "755"); err != nil {
-		return -1, err
-	}
-	if err := unix.FsconfigCreate(fsfd); err != nil {
-		return -1, err
+	if err := errors.Join(unix.FsconfigSetString(fsfd, "size", strconv.FormatInt(size, 10)),
+		unix.FsconfigSetString(fsfd, "mode", "755"), unix.FsconfigCreate(fsfd)); err != nil {
+		return -1, 0, err
 	}
 	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, 0)
 	if err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	r, err := os.OpenRoot("/proc/self/fd/" + strconv.Itoa(mfd))
 	if err == nil {
@@ -466,9 +523,9 @@ func (f *FS) tmpfsCopy(cp string) (int, error) {
 	}
 	if err != nil {
 		unix.Close(mfd)
-		return -1, err
+		return -1, 0, err
 	}
-	return mfd, nil
+	return mfd, size, nil
 }
 
 // copyTree writes the container's own tree below cp into r.
@@ -537,13 +594,22 @@ func (f *FS) HoldsKernelMounts() bool {
 	return false
 }
 
-func (t *mountTable) hostMade() bool {
+func (t *mountTable) hostMade() bool { return t.hostMounts() > 0 }
+
+func (t *mountTable) hostMounts() (n int) {
 	for _, rm := range t.made {
 		if rm.host != nil {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
+}
+
+func (t *mountTable) hostCopyBytes() (n int64) {
+	for _, rm := range t.made {
+		n += rm.hostBytes
+	}
+	return n
 }
 
 // Release gives back what the view holds in the kernel (the container is
@@ -613,7 +679,7 @@ func (f *FS) MountInfo() []byte {
 		}
 	}
 	next := rootID + 2
-	for _, m := range mounts {
+	emit := func(m *mountPoint) {
 		hostPath := path.Join(m.dir, m.sub, m.name)
 		hm, _ := mountinfo.Lookup(host, hostPath)
 		root := path.Join(hm.Root, strings.TrimPrefix(hostPath, hm.MountPoint))
@@ -644,13 +710,19 @@ func (f *FS) MountInfo() []byte {
 		ids[m.cpath] = next
 		next++
 	}
+	for _, m := range mounts {
+		emit(m)
+	}
 	if f.mtab != nil {
 		for _, rm := range f.mtab.made {
-			if rm.bind == "" {
-				continue
+			switch {
+			case rm.host != nil:
+				// Made on the host below a bidirectional mount: as the host's table has it.
+				emit(&mountPoint{cpath: rm.cpath, dir: rm.hostPath, prop: PropagationBidirectional})
+			case rm.bind != "":
+				fmt.Fprintf(&b, "%d %d 0:40 %s %s rw,relatime - overlay overlay rw\n", next, parent(rm.cpath), mountinfo.Escape(rm.bind), mountinfo.Escape(rm.cpath))
+				next++
 			}
-			fmt.Fprintf(&b, "%d %d 0:40 %s %s rw,relatime - overlay overlay rw\n", next, parent(rm.cpath), mountinfo.Escape(rm.bind), mountinfo.Escape(rm.cpath))
-			next++
 		}
 	}
 	return []byte(b.String())

@@ -392,3 +392,62 @@ func TestTreeBudget(t *testing.T) {
 		t.Fatalf("a released view took copies or kept its budget: %d short, %d trees", short, len(views[1].mtab.trees))
 	}
 }
+
+// TestMountBounds: a container's mount table is bounded (ENOSPC, as past
+// fs.mount-max), and so is what its tmpfs copies hold on the host (its
+// memory limit together); a mount made on the host is in its mountinfo.
+func TestMountBounds(t *testing.T) {
+	f, err := NewFS(FSConfig{Image: testImage(), Hostname: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.MkdirAll("/x", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxRuntimeMounts {
+		if err := f.BindMount("/etc", "/x", false, true); err != nil {
+			t.Fatalf("bind %d: %v", i, err)
+		}
+	}
+	if err := f.BindMount("/etc", "/x", false, true); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("bind past %d: %v, want ENOSPC", maxRuntimeMounts, err)
+	}
+	for range maxRuntimeMounts {
+		if err := f.Unmount("/x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Unmount("/x"); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("umount once every bind is gone: %v, want EINVAL", err)
+	}
+
+	base := t.TempDir()
+	inMountNS(t, func() error {
+		h, err := newPropagationHost(base, unix.MS_SHARED)
+		if err != nil {
+			return err
+		}
+		// One copy of /etc takes a megabyte of headroom plus its pages: two do not fit in 2 MiB.
+		f, err := NewFS(FSConfig{Image: testImage(), Hostname: "h", MemoryLimit: 2 << 20, Mounts: []Mount{{ContainerPath: h.mnt, HostPath: h.mnt, Propagation: PropagationBidirectional}}})
+		if err != nil {
+			return err
+		}
+		defer f.Release()
+		a, b := filepath.Join(h.mnt, "a"), filepath.Join(h.mnt, "b")
+		if err := errors.Join(f.MkdirAll(a, 0o755), f.MkdirAll(b, 0o755), f.BindMount("/etc", a, false, true)); err != nil {
+			return err
+		}
+		if err := f.BindMount("/etc", b, false, true); !errors.Is(err, syscall.ENOSPC) {
+			return fmt.Errorf("a second copy past the memory limit: %v, want ENOSPC", err)
+		}
+		for _, m := range mountinfo.Parse(f.MountInfo()) {
+			if m.MountPoint == a {
+				if m.FSType != "tmpfs" || m.Tag("shared") == 0 {
+					return fmt.Errorf("the host mount at %s shows as %+v, want a shared tmpfs", a, m)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("mountinfo does not list the host mount at %s:\n%s", a, f.MountInfo())
+	})
+}
