@@ -3,17 +3,11 @@ package vfs
 import (
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/plugsim/plugsim/internal/mountinfo"
 )
@@ -41,10 +35,6 @@ import (
 // a host-backed directory is a real bind; a bind of the container's own
 // in-memory tree is a tmpfs holding a copy of it, made at mount time). Those
 // are undone by Release (container removal), as cri-fake made them.
-
-// hostTree is a private copy of a host mount tree (an open_tree fd); file is
-// nil once released.
-type hostTree struct{ file *os.File }
 
 // A container's processes make at most maxRuntimeMounts mounts (its table
 // stays bounded; Linux bounds a namespace by fs.mount-max), of which at most
@@ -103,107 +93,6 @@ func (f *FS) setPropagation(mp *mountPoint, m Mount, hostMounts *[]mountinfo.Mou
 		*hostMounts = hm
 	}
 	return CheckPropagation(*hostMounts, m.HostPath, m.Propagation)
-}
-
-// TreeBudget bounds the private copies of host trees all the views of one
-// runtime hold: each is a file descriptor for as long as its container
-// exists, and a node of thousands of containers must keep descriptors for
-// its sockets and logs. Safe for concurrent use; nil allows none.
-type TreeBudget struct {
-	mu   sync.Mutex
-	left int
-}
-
-// NewTreeBudget allows n private copies at a time.
-func NewTreeBudget(n int) *TreeBudget { return &TreeBudget{left: n} }
-
-func (b *TreeBudget) take() bool {
-	if b == nil {
-		return false
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.left <= 0 {
-		return false
-	}
-	b.left--
-	return true
-}
-
-func (b *TreeBudget) give() {
-	b.mu.Lock()
-	b.left++
-	b.mu.Unlock()
-}
-
-// CopyPrivateMounts takes, for each rprivate directory mount of the config,
-// a private copy of the host's mount tree at its host path
-// (open_tree(OPEN_TREE_CLONE|AT_RECURSIVE), made private), which the mount's
-// operations go through from then on: what the host mounts below the path
-// later is not in it. The runtime calls it when the view is built. Without
-// CAP_SYS_ADMIN (cri-fake not root) nothing is copied and the mounts read
-// the host path as the host sees it, which such a host cannot change by
-// mounting anyway; past b's bound the same. short is how many mounts b left
-// uncopied.
-func (f *FS) CopyPrivateMounts(b *TreeBudget) (short int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.mtab != nil && f.mtab.release {
-		return 0
-	}
-	for _, mp := range f.mounts {
-		if mp.prop != PropagationPrivate || !mp.isDir() || mp.tree != nil || mp.sub != "" {
-			continue
-		}
-		if !b.take() {
-			short++
-			continue
-		}
-		fd, err := unix.OpenTree(unix.AT_FDCWD, mp.dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-		if err == nil {
-			// Private, so nothing the host does reaches it whatever later
-			// kernels propagate into detached trees.
-			if err = unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Propagation: unix.MS_PRIVATE}); err != nil {
-				unix.Close(fd)
-			}
-		}
-		if err != nil {
-			b.give()
-			return short // not permitted here: the host's view for all
-		}
-		t := &hostTree{file: os.NewFile(uintptr(fd), mp.dir)}
-		f.table().trees = append(f.table().trees, t)
-		f.mtab.budget = b
-		mp.tree = t
-	}
-	return short
-}
-
-// openBase opens the directory m's operations go through: its host
-// directory, or its private copy of the host tree, and below that sub for a
-// bind made inside the container.
-func (m *mountPoint) openBase() (*os.Root, error) {
-	dir := m.dir
-	if m.tree != nil {
-		if m.tree.file == nil {
-			return nil, syscall.ENOENT
-		}
-		dir = "/proc/self/fd/" + strconv.Itoa(int(m.tree.file.Fd()))
-	}
-	r, err := os.OpenRoot(dir)
-	if err != nil || m.sub == "" {
-		return r, err
-	}
-	sub, err := r.OpenRoot(m.sub)
-	r.Close()
-	return sub, err
-}
-
-// deleted reports whether st is a directory the host removed (a copy of the
-// tree still holds it): operations fail there as in a removed directory.
-func deleted(st fs.FileInfo) bool {
-	s, ok := st.Sys().(*syscall.Stat_t)
-	return ok && s.Nlink == 0
 }
 
 // insertMount puts mp into the lookup tables: f.mounts longest container
@@ -426,155 +315,6 @@ func (f *FS) Unmount(dst string) error {
 		return nil
 	}
 	return pathErr("umount", dst, syscall.EINVAL)
-}
-
-// hostBind makes the real host mount of a bind into a bidirectional mount:
-// the source's host tree (a bind of a host-backed path) or a tmpfs holding a
-// copy of the container's own tree, attached at dl's host path. Every path
-// is opened through the mounts' roots, so nothing outside their host
-// directories is named. It returns an O_PATH descriptor on the new mount's
-// root (what Release unmounts).
-func (f *FS) hostBind(roots *hostRoots, sl, dl loc, dir, recursive bool) (_ *os.File, copied int64, _ error) {
-	dr, err := roots.get(dl.m)
-	if err != nil {
-		return nil, 0, hostErrno(err)
-	}
-	flags := unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW
-	if dir {
-		flags |= unix.O_DIRECTORY
-	}
-	target, err := dr.OpenFile(dl.rel, flags, 0)
-	if err != nil {
-		return nil, 0, hostErrno(err)
-	}
-	defer target.Close()
-	var tree int
-	switch sl.kind {
-	case locHost:
-		sr, err := roots.get(sl.m)
-		if err != nil {
-			return nil, 0, hostErrno(err)
-		}
-		source, err := sr.OpenFile(sl.rel, flags, 0)
-		if err != nil {
-			return nil, 0, hostErrno(err)
-		}
-		how := unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC | unix.AT_EMPTY_PATH
-		if recursive {
-			how |= unix.AT_RECURSIVE
-		}
-		tree, err = unix.OpenTree(int(source.Fd()), "", uint(how))
-		source.Close()
-		if err != nil {
-			return nil, 0, err
-		}
-	default:
-		if !dir {
-			return nil, 0, syscall.EINVAL
-		}
-		if tree, copied, err = f.tmpfsCopy(sl.cpath); err != nil {
-			return nil, 0, err
-		}
-	}
-	defer unix.Close(tree)
-	if err := unix.MoveMount(tree, "", int(target.Fd()), "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-		return nil, 0, err
-	}
-	// The attached mount's root, held so Release unmounts this mount and no
-	// other, wherever it has been moved since.
-	root, err := dr.OpenFile(dl.rel, flags, 0)
-	if err != nil {
-		return nil, 0, hostErrno(err)
-	}
-	return root, copied, nil
-}
-
-// tmpfsCopy makes a detached tmpfs (fsopen/fsmount) holding a copy of the
-// container's own tree at cp: sized to what it copies plus a megabyte, and
-// refused (ENOSPC) when the copies would hold more than the container's
-// memory limit together.
-func (f *FS) tmpfsCopy(cp string) (fd int, size int64, _ error) {
-	size = 1 << 20
-	for p, n := range f.all() {
-		if strings.HasPrefix(p, cp+"/") || cp == "/" {
-			size += (n.bytes() + 4095) &^ 4095 // tmpfs holds whole pages
-		}
-	}
-	if f.mtab.hostCopyBytes()+size > f.limitBytes() {
-		return -1, 0, syscall.ENOSPC
-	}
-	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
-	if err != nil {
-		return -1, 0, err
-	}
-	defer unix.Close(fsfd)
-	if err := errors.Join(unix.FsconfigSetString(fsfd, "size", strconv.FormatInt(size, 10)),
-		unix.FsconfigSetString(fsfd, "mode", "755"), unix.FsconfigCreate(fsfd)); err != nil {
-		return -1, 0, err
-	}
-	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, 0)
-	if err != nil {
-		return -1, 0, err
-	}
-	r, err := os.OpenRoot("/proc/self/fd/" + strconv.Itoa(mfd))
-	if err == nil {
-		err = f.copyTree(r, cp)
-		r.Close()
-	}
-	if err != nil {
-		unix.Close(mfd)
-		return -1, 0, err
-	}
-	return mfd, size, nil
-}
-
-// copyTree writes the container's own tree below cp into r.
-func (f *FS) copyTree(r *os.Root, cp string) error {
-	prefix := cp + "/"
-	if cp == "/" {
-		prefix = "/"
-	}
-	all := f.all()
-	names := make([]string, 0, len(all))
-	for p := range all {
-		if strings.HasPrefix(p, prefix) {
-			names = append(names, p)
-		}
-	}
-	sort.Strings(names) // parents first
-	for _, p := range names {
-		n, rel := all[p], p[len(prefix):]
-		var err error
-		switch {
-		case n.isDir():
-			err = r.Mkdir(rel, n.mode.Perm())
-		case n.isSymlink():
-			err = r.Symlink(n.target, rel)
-		default:
-			var w *os.File
-			if w, err = r.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, n.mode.Perm()); err == nil {
-				_, err = io.Copy(w, n.reader())
-				if cerr := w.Close(); err == nil {
-					err = cerr
-				}
-			}
-		}
-		if err != nil && !errors.Is(err, fs.ErrExist) {
-			return err
-		}
-	}
-	return nil
-}
-
-// undoHostMount detaches the host mount whose root root is; one already
-// gone (the host unmounted it or what held it) is fine.
-func undoHostMount(root *os.File) error {
-	err := unix.Unmount("/proc/self/fd/"+strconv.Itoa(int(root.Fd())), unix.MNT_DETACH)
-	root.Close()
-	if err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
-		return err
-	}
-	return nil
 }
 
 // HoldsKernelMounts reports whether the view holds, or may come to hold,
