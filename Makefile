@@ -241,7 +241,7 @@ FUZZ_TARGETS := \
 	cri-fake/network:FuzzCapabilityArgs cri-fake/network:FuzzPodCIDRs \
 	cri-fake/process/shell:FuzzShellParse cri-fake/process:FuzzShell internal/mountinfo:FuzzParse \
 	cri-fake/images:FuzzParseReference cri-fake/images:FuzzParseCatalog \
-	cri-fake/store:FuzzLoad cri-fake/server:FuzzCRI cri-fake/server:FuzzStateDir \
+	cri-fake/process/seccomp:FuzzSeccompProfile cri-fake/store:FuzzLoad cri-fake/server:FuzzCRI cri-fake/server:FuzzStateDir \
 	csi-fake/state:FuzzOpen csi-fake/server:FuzzCSI csi-fake/server:FuzzStateDir \
 	harness/fixtures:FuzzParse harness/faults/rules:FuzzParseJSON harness/faults/rules:FuzzGlob \
 	harness/scenario:FuzzParse harness/trace/event:FuzzRead harness/replay:FuzzScenario

@@ -96,14 +96,6 @@ func critestDefaultFailures() []string {
 		"[k8s.io] Container OOM runtime should output OOMKilled reason should terminate with exitCode 137 and reason OOMKilled",
 		"[k8s.io] Security Context NamespaceOption runtime should support HostIpc is false",
 		"[k8s.io] Security Context NamespaceOption runtime should support HostIpc is true",
-		"[k8s.io] Security Context NoNewPrivs should allow privilege escalation when false",
-		"[k8s.io] Security Context NoNewPrivs should not allow privilege escalation when true",
-		"[k8s.io] Security Context SeccompProfilePath runtime should support an seccomp profile that blocks setting hostname with SYS_ADMIN",
-		"[k8s.io] Security Context SeccompProfilePath should support seccomp default on the container",
-		"[k8s.io] Security Context SeccompProfilePath should support seccomp localhost profile on the container",
-		"[k8s.io] Security Context bucket runtime should support Privileged is true",
-		"[k8s.io] Security Context bucket runtime should support adding capability",
-		"[k8s.io] Security Context bucket runtime should support dropping capability",
 	}
 }
 

@@ -46,6 +46,10 @@ func Builtin() []CatalogImage {
 			Cmd: []string{"httpd-foreground"}, Env: []string{path, "HTTPD_PREFIX=/usr/local/apache2"}, StopSignal: "SIGWINCH"},
 		{Repositories: []string{e2e + "httpd"}, Tags: []string{"2.4.39-4"}, Size: 41901429,
 			Cmd: []string{"httpd-foreground"}, Env: []string{path, "HTTPD_PREFIX=/usr/local/apache2"}, StopSignal: "SIGWINCH"},
+		// nonewprivs (test/images/nonewprivs): alpine with /usr/local/bin/nnp, set-user-ID root,
+		// which prints its effective uid; critest's NoNewPrivs specs run it as uid 1000.
+		{Repositories: []string{e2e + "nonewprivs"}, Tags: []string{"1.3"}, Size: 3528704, Cmd: []string{"nnp"},
+			Env: []string{path}, Behavior: nonewprivs},
 		{Repositories: []string{e2e + "agnhost"}, Tags: []string{"2.53"}, Size: 51103872,
 			Entrypoint: []string{"/agnhost"}, Env: []string{path}},
 		{Repositories: []string{e2e + "agnhost"}, Tags: []string{"2.56"}, Size: 52016238,
@@ -73,6 +77,10 @@ func Builtin() []CatalogImage {
 		{Repositories: []string{critest + "hostnet-nginx-arm64"}, Tags: []string{"latest"}, Size: 7000101, Cmd: nginxCmd, StopSignal: "SIGQUIT", Behavior: hostnetNginx},
 	}
 }
+
+// nonewprivs is the content difference of the e2e nonewprivs image: its program, set-user-ID
+// root (cri-fake/process README "Image behaviour").
+var nonewprivs = []byte(`{"base":"busybox","executables":{"/usr/local/bin/nnp":"nnp"},"setuid":["/usr/local/bin/nnp"]}`)
 
 // hostnetNginx is the content difference of critest's hostnet-nginx images: the server listens
 // on port 12003 (read by the process simulation, see cri-fake/process README "Image behaviour").

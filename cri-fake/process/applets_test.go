@@ -76,7 +76,7 @@ func TestApplets(t *testing.T) {
 		{name: "pgrep self excluded", args: []string{"pgrep", "pgrep"}, code: 1},
 		{name: "pidof none", args: []string{"pidof", "nginx"}, code: 1},
 		{name: "kill missing pid", args: []string{"kill", "999"}, stderr: "kill: can't kill pid 999: No such process\n", code: 1},
-		{name: "seccomp not claimed", args: []string{"grep", "Seccomp:", "/proc/self/status"}, stdout: "Seccomp:\t0\n"},
+		{name: "no seccomp filter without a profile", args: []string{"grep", "Seccomp:", "/proc/self/status"}, stdout: "Seccomp:\t0\n"},
 		{name: "default caps", args: []string{"grep", "CapBnd", "/proc/self/status"}, stdout: "CapBnd:\t00000000a80425fb\n"},
 		{name: "cmdline", args: []string{"cat", "/proc/1/cmdline"}, stdout: "cat\x00/proc/1/cmdline\x00"},
 		{name: "sleep bad", args: []string{"sleep", "x"}, stderr: "sleep: invalid number 'x'\n", code: 1},

@@ -55,6 +55,11 @@ func ImageLayer(img ImageConfig) (*vfs.Layer, error) {
 		}
 		layer.AddApplet(p, applet)
 	}
+	for _, p := range ib.Setuid {
+		if !layer.SetUID(p) {
+			return nil, fmt.Errorf("image behavior setuid: %s is not a file of the image", p)
+		}
+	}
 	// An image contains the program its config runs. When the base does not
 	// have it, it becomes a generic program: it runs, prints nothing and ends
 	// on a signal (default actions: TERM 143), plus what the behaviour says.
@@ -106,6 +111,9 @@ type ImageBehaviour struct {
 	// Executables maps paths in the image to the applet they behave like
 	// ({"/usr/bin/myserver": "agnhost"}).
 	Executables map[string]string `json:"executables,omitempty"`
+	// Setuid lists image files (executables above, or the base's) that have
+	// the set-user-ID bit and are owned by root, as `chmod +s` leaves them.
+	Setuid []string `json:"setuid,omitempty"`
 }
 
 // ParseImageBehaviour decodes the catalog's behaviour JSON (empty is fine).
@@ -344,7 +352,8 @@ func ResolveIdentity(fsys *vfs.FS, imageUser string, sc *runtimeapi.LinuxContain
 // paths). The runtime then sets Stdin/Stdout/Stderr (log writer, attach) and
 // NetNS or Listen, and calls Start. Errors are what containerd reports at
 // CreateContainer (unknown user, run_as_group without a user, a missing
-// host path).
+// host path, a seccomp profile that cannot be read or parsed); a profile runc would refuse is
+// Spec.Refused, which StartContainer reports.
 func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConfig, img ImageConfig, podIPs []string) (kernel.Spec, error) {
 	var spec kernel.Spec
 	ib, err := ParseImageBehaviour(img.Behavior)
@@ -414,6 +423,9 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 	}
 	spec.Identity, err = ResolveIdentity(spec.FS, img.User, sc)
 	if err != nil {
+		return spec, err
+	}
+	if spec.Seccomp, err = seccompFilter(sc, spec.Identity.Capabilities); err != nil && !errors.As(err, &spec.Refused) {
 		return spec, err
 	}
 	spec.Env = mergeEnv(img.Env, cfg.GetEnvs())

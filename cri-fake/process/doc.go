@@ -21,7 +21,8 @@
 // context, so pgrep, pidof, ps, kill and /proc/<pid> see it. Signals follow
 // process-group rules for a shell's foreground command (or the kernel's init
 // rule with Spec.InitSignalRule). Every applet is a row of one table
-// (applets/applettable.go). What is not simulated (seccomp, AppArmor, SELinux,
+// (applets/applettable.go). A container's seccomp profile (package seccomp)
+// filters the simulated system calls. What is not simulated (AppArmor, SELinux,
 // network/IPC/mount namespaces, cgroups, mounting) is never claimed to be
 // enforced: see README.md.
 package process

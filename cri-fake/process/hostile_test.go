@@ -33,7 +33,10 @@ func runHostile(tb testing.TB, script string) (stdout, stderr string, code int) 
 	var log crashtest.Log
 	var so, se syncBuffer
 	p, err := Start(context.Background(), Spec{Args: []string{"sh", "-c", script}, FS: newFS(tb, FSConfig{Hostname: "h"}),
-		Hostname: "h", Stdout: &so, Stderr: &se, Logf: log.Logf})
+		Hostname: "h", Stdout: &so, Stderr: &se, Logf: log.Logf,
+		// No kernel network: a hostile ping or wget must not send packets from the node's
+		// namespace (servers listen on loopback ports of the test's choosing).
+		Listen: (&loopbackListen{}).listen})
 	if err != nil {
 		tb.Fatalf("start %q: %v", script, err)
 	}

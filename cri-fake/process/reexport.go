@@ -6,6 +6,7 @@ import (
 
 	"github.com/plugsim/plugsim/cri-fake/process/containerio"
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/seccomp"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -71,16 +72,18 @@ func NewFS(cfg FSConfig) (*FS, error) {
 
 // The simulated process (package kernel).
 type (
-	Spec          = kernel.Spec
-	Process       = kernel.Process
-	ExecSpec      = kernel.ExecSpec
-	ExecError     = kernel.ExecError
-	Identity      = kernel.Identity
-	Behaviour     = kernel.Behaviour
-	ExitBehaviour = kernel.ExitBehaviour
-	PIDNamespace  = kernel.PIDNamespace
-	ProcessInfo   = kernel.ProcessInfo
-	Stats         = kernel.Stats
+	Spec      = kernel.Spec
+	Process   = kernel.Process
+	ExecSpec  = kernel.ExecSpec
+	ExecError = kernel.ExecError
+	// SeccompRefusal is a seccomp profile runc would refuse to load (Spec.Refused).
+	SeccompRefusal = seccomp.CompileError
+	Identity       = kernel.Identity
+	Behaviour      = kernel.Behaviour
+	ExitBehaviour  = kernel.ExitBehaviour
+	PIDNamespace   = kernel.PIDNamespace
+	ProcessInfo    = kernel.ProcessInfo
+	Stats          = kernel.Stats
 )
 
 // Bounds of a container's processes and of ExecSync's output.

@@ -368,6 +368,9 @@ func (l *Simulated) startable(ts task.Spec) (*process.Spec, error) {
 		built = true
 	}
 	if built {
+		if spec.Refused != nil {
+			return nil, startError(spec.Refused)
+		}
 		if err := process.Lookup(spec.FS, spec.Args, spec.Env, spec.WorkingDir); err != nil {
 			return nil, startError(err)
 		}
@@ -395,10 +398,16 @@ func (l *Simulated) startable(ts task.Spec) (*process.Spec, error) {
 
 // startError words a start failure as containerd reports it from StartContainer.
 func startError(err error) error {
+	const runcCreateFailed = "failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: "
 	var ee *process.ExecError
 	if errors.As(err, &ee) {
 		// runc's words, wrapped the way containerd wraps them.
-		return fmt.Errorf("failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: %w: unknown", err)
+		return fmt.Errorf(runcCreateFailed+"unable to start container process: error during container init: %w: unknown", err)
+	}
+	var refused *process.SeccompRefusal
+	if errors.As(err, &refused) {
+		// runc refuses the profile while it builds the container's config, before init.
+		return fmt.Errorf(runcCreateFailed+"%w: unknown", err)
 	}
 	return err
 }

@@ -39,13 +39,14 @@ func (c *lookupCache) put(key lookupKey, err error) {
 }
 
 // quickLookup tells whether building a container's process spec can fail: only a user name to
-// look up, a host path to find, or a catalog behaviour to parse can. When none is there (ok),
+// look up, a host path to find, a catalog behaviour or a localhost seccomp profile to parse can. When none is there (ok),
 // the file system view is built only when the process really starts, and whether the command
 // exists depends only on what key holds.
 func quickLookup(spec task.Spec) (key lookupKey, ok bool) {
 	c := spec.Image.Config
 	if c == nil || len(c.Behavior) > 0 || len(spec.Config.GetMounts()) > 0 ||
-		spec.Config.GetLinux().GetSecurityContext().GetRunAsUsername() != "" {
+		spec.Config.GetLinux().GetSecurityContext().GetRunAsUsername() != "" ||
+		process.SeccompReadsFile(spec.Config.GetLinux().GetSecurityContext()) {
 		return key, false
 	}
 	if c.User != "" {

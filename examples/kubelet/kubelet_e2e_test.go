@@ -331,6 +331,11 @@ func TestKubeletOnFakes(t *testing.T) {
 		})
 	})
 
+	t.Run("dropped-capability", func(t *testing.T) {
+		n.t = t
+		testDroppedCapability(t, n) // capabilities_e2e_test.go
+	})
+
 	t.Run("missing-image", func(t *testing.T) {
 		n.t = t
 		n.addManifest("4-missing-image.yaml")

@@ -205,6 +205,10 @@ func lsMode(m fs.FileMode) string {
 		b[0] = 'l'
 	case m&fs.ModeCharDevice != 0:
 		b[0] = 'c'
+	case m&fs.ModeDevice != 0:
+		b[0] = 'b'
+	case m&fs.ModeNamedPipe != 0:
+		b[0] = 'p'
 	}
 	const rwx = "rwxrwxrwx"
 	for i := 0; i < 9; i++ {
@@ -212,9 +216,18 @@ func lsMode(m fs.FileMode) string {
 			b[i+1] = rwx[i]
 		}
 	}
-	if m&fs.ModeSticky != 0 {
-		b[9] = 't'
+	special := func(i int, bit fs.FileMode, set, setNoExec byte) {
+		switch {
+		case m&bit == 0:
+		case b[i] == 'x':
+			b[i] = set
+		default:
+			b[i] = setNoExec
+		}
 	}
+	special(3, fs.ModeSetuid, 's', 'S')
+	special(6, fs.ModeSetgid, 's', 'S')
+	special(9, fs.ModeSticky, 't', 'T')
 	return string(b)
 }
 
@@ -319,19 +332,29 @@ func appletLs(p *kernel.Proc) int {
 	return st
 }
 
+// modeOption is the octal -m MODE of mkdir and mknod (def when not given);
+// false after it printed that MODE is invalid.
+func modeOption(p *kernel.Proc, opts map[byte]string, def fs.FileMode) (fs.FileMode, bool) {
+	m, ok := opts['m']
+	if !ok {
+		return def, true
+	}
+	v, err := strconv.ParseUint(m, 8, 32)
+	if err != nil {
+		p.Errorf("invalid mode '%s'", m)
+		return 0, false
+	}
+	return fs.FileMode(v), true
+}
+
 func appletMkdir(p *kernel.Proc) int {
 	opts, names, err := flags(p.Args[1:], "m")
 	if err != nil {
 		return usage(p, err)
 	}
-	perm := fs.FileMode(0o755)
-	if m, ok := opts['m']; ok {
-		v, err := strconv.ParseUint(m, 8, 32)
-		if err != nil {
-			p.Errorf("invalid mode '%s'", m)
-			return 1
-		}
-		perm = fs.FileMode(v)
+	perm, ok := modeOption(p, opts, 0o755)
+	if !ok {
+		return 1
 	}
 	st := 0
 	for _, n := range names {

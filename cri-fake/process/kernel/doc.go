@@ -4,7 +4,8 @@
 // /proc/<pid>, and the calls through which a program asks for what a real
 // kernel decides (syscalls.go: writes to the file system as the caller, bind
 // and connect in the container's network namespace, sethostname, kill, fork,
-// execve). Proc is what a program runs with.
+// execve); those but fork and execve first run the container's seccomp filter
+// (seccomp.go). Proc is what a program runs with.
 //
 // It stops at the userland: the programs themselves (the shell, the applets,
 // the servers) live in package process and reach the kernel only through

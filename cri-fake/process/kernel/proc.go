@@ -141,7 +141,7 @@ func (p *Proc) Spawn(exe vfs.Executable, args, env []string, dir string, sio Std
 
 // spawnIn is spawn; with held the child takes over a pid slot the caller holds (see newTaskIn).
 func (p *Proc) SpawnIn(held bool, exe vfs.Executable, args, env []string, dir string, sio Stdio, fg bool) (int, error) {
-	t, err := p.c.newTaskIn(p.t, args, p.t.id, held)
+	t, err := p.c.newTaskIn(p.t, args, p.t.id.execIdentity(exe), held)
 	if err != nil {
 		return 0, err
 	}

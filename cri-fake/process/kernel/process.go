@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plugsim/plugsim/cri-fake/process/containerio"
+	"github.com/plugsim/plugsim/cri-fake/process/seccomp"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
@@ -27,11 +28,18 @@ type Identity struct {
 	Username string
 	// Capabilities is the bounding set by name ("CAP_NET_ADMIN" or "NET_ADMIN").
 	// nil means the default set containerd grants; see EffectiveCapabilities.
-	// It is recorded and shown in /proc/<pid>/status; it is not enforced by a kernel.
+	// Its effective part is enforced by the simulated system calls
+	// (capabilities.go) and shown in /proc/<pid>/status.
 	Capabilities []string
 	Privileged   bool
-	// NoNewPrivs is shown in /proc/<pid>/status.
+	// NoNewPrivs is shown in /proc/<pid>/status; exec then does not honour
+	// set-user-ID programs (execIdentity).
 	NoNewPrivs bool
+
+	// euid is the effective uid when setuid is set: a set-user-ID program's
+	// owner (execIdentity).
+	euid   int
+	setuid bool
 }
 
 // ExitBehaviour makes the container's main process exit with Code after After,
@@ -103,6 +111,13 @@ type Spec struct {
 	// pids.max); past it a fork fails with EAGAIN (sh: "can't fork: Resource temporarily
 	// unavailable"). 0 means DefaultPidsLimit. FromCRI takes it from the container's resources.
 	PidsLimit int
+	// Seccomp is the container's seccomp filter, run at the top of each simulated system call
+	// (kernel/seccomp.go); nil means none (Seccomp: 0 in /proc/<pid>/status).
+	Seccomp *seccomp.Filter
+	// Refused, when set, is why the OCI runtime would refuse to create the container's task
+	// (runc refusing its seccomp profile): StartWith fails with it, and the runtime reports it
+	// from StartContainer.
+	Refused *seccomp.CompileError
 	// Logf receives the report, with its stack, of a defect of the simulation that ended one of
 	// the container's processes (a panic, turned into that process's exit with code 139); nil
 	// means the standard logger.
@@ -193,6 +208,9 @@ type container struct {
 	// pipeline subshells), guarded by pidns.mu; see pidsLimit.
 	procs int
 
+	// netdev are the network devices its processes added (netdev.go).
+	netdev netDevices
+
 	mu    sync.Mutex
 	dead  bool
 	cpu   time.Duration
@@ -228,6 +246,9 @@ func StartWith(ctx context.Context, spec Spec, applets *AppletSet) (*Process, er
 	}
 	if spec.FS == nil {
 		return nil, errors.New("process: no file system view (Spec.FS)")
+	}
+	if spec.Refused != nil {
+		return nil, spec.Refused
 	}
 	if spec.CPUs <= 0 {
 		spec.CPUs = 2
@@ -398,7 +419,7 @@ func (c *container) run(exe vfs.Executable, args, env []string, wd string, stdin
 	if in == nil {
 		in = strings.NewReader("")
 	}
-	id := c.spec.Identity
+	id := c.spec.Identity.execIdentity(exe)
 	t, err := c.newTask(nil, args, id)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/plugsim/plugsim/cri-fake/process/seccomp"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
@@ -24,48 +25,84 @@ import (
 // OpenWrite opens p for writing as the caller (open(2) with O_CREAT, and
 // O_APPEND when appendMode).
 func (p *Proc) OpenWrite(path string, appendMode bool, perm fs.FileMode) (io.WriteCloser, error) {
+	if stop, err := p.seccomp("openat", atCWDArg, unknownArg, openFlags(appendMode), modeArg(perm)); stop {
+		return nil, orSkipped(err)
+	}
 	return p.c.fs.OpenWriteAs(p.Cred(), path, appendMode, perm)
 }
 
 // WriteFile replaces path's content as the caller.
 func (p *Proc) WriteFile(path string, data []byte, perm fs.FileMode) error {
+	if stop, err := p.seccomp("openat", atCWDArg, unknownArg, openFlags(false), modeArg(perm)); stop {
+		return err
+	}
 	return p.c.fs.WriteFileAs(p.Cred(), path, data, perm)
 }
 
 // Touch creates path or updates its times as the caller (utimensat(2)).
-func (p *Proc) Touch(path string) error { return p.c.fs.TouchAs(p.Cred(), path) }
+func (p *Proc) Touch(path string) error {
+	if stop, err := p.seccomp("utimensat", atCWDArg, unknownArg, unknownArg, seccomp.Value(0)); stop {
+		return err
+	}
+	return p.c.fs.TouchAs(p.Cred(), path)
+}
 
 // Mkdir makes a directory as the caller (mkdir(2)).
 func (p *Proc) Mkdir(path string, perm fs.FileMode) error {
+	if stop, err := p.seccomp("mkdir", unknownArg, modeArg(perm)); stop {
+		return err
+	}
 	return p.c.fs.MkdirAs(p.Cred(), path, perm)
 }
 
 // MkdirAll makes a directory and its missing parents as the caller.
 func (p *Proc) MkdirAll(path string, perm fs.FileMode) error {
+	if stop, err := p.seccomp("mkdir", unknownArg, modeArg(perm)); stop {
+		return err
+	}
 	return p.c.fs.MkdirAllAs(p.Cred(), path, perm)
 }
 
 // Remove removes path (and what is below it when recursive) as the caller.
 func (p *Proc) Remove(path string, recursive bool) error {
+	if stop, err := p.seccompRemove(path); stop {
+		return err
+	}
 	return p.c.fs.RemoveAs(p.Cred(), path, recursive)
 }
 
 // Rename renames from to to as the caller (rename(2)).
-func (p *Proc) Rename(from, to string) error { return p.c.fs.RenameAs(p.Cred(), from, to) }
+func (p *Proc) Rename(from, to string) error {
+	if stop, err := p.seccomp("rename", unknownArg, unknownArg); stop {
+		return err
+	}
+	return p.c.fs.RenameAs(p.Cred(), from, to)
+}
 
 // Symlink makes path a symbolic link to target as the caller (symlink(2)).
-func (p *Proc) Symlink(target, path string) error { return p.c.fs.SymlinkAs(p.Cred(), target, path) }
+func (p *Proc) Symlink(target, path string) error {
+	if stop, err := p.seccomp("symlink", unknownArg, unknownArg); stop {
+		return err
+	}
+	return p.c.fs.SymlinkAs(p.Cred(), target, path)
+}
 
 // Chmod changes path's mode as the caller (chmod(2)).
 func (p *Proc) Chmod(path string, mode fs.FileMode) error {
+	if stop, err := p.seccomp("chmod", unknownArg, modeArg(mode)); stop {
+		return err
+	}
 	return p.c.fs.ChmodAs(p.Cred(), path, mode)
 }
 
 // SetHostname is sethostname(2): it needs CAP_SYS_ADMIN in the container's
-// UTS namespace (and uid 0, since capabilities are not per user here).
+// UTS namespace.
 func (p *Proc) SetHostname(name string) error {
-	if !p.t.id.hasCap("CAP_SYS_ADMIN") || p.t.id.UID != 0 {
-		return syscall.EPERM
+	if stop, err := p.seccomp("sethostname", unknownArg, intArg(len(name))); stop {
+		return err
+	}
+	if err := p.need(CapSysAdmin); err != nil {
+		return err
 	}
 	p.c.mu.Lock()
 	p.c.hostname = name
@@ -80,6 +117,9 @@ func (p *Proc) SetHostname(name string) error {
 // checks. It reports, per target, ESRCH when there is none and EPERM for each
 // it may not signal; it signals the others.
 func (p *Proc) Kill(pid int, sig syscall.Signal) (denied int, err error) {
+	if stop, err := p.seccomp("kill", intArg(pid), intArg(int(sig))); stop {
+		return 0, err
+	}
 	var targets []*task
 	if pid == -1 || pid == 0 {
 		for _, t := range p.c.nsTasks() {
@@ -97,7 +137,7 @@ func (p *Proc) Kill(pid int, sig syscall.Signal) (denied int, err error) {
 		return 0, syscall.ESRCH
 	}
 	for _, t := range targets {
-		if p.t.id.UID != 0 && t.id.UID != p.t.id.UID {
+		if !p.t.id.capable(CapKill) && t.identity().EffectiveUID() != p.t.id.EffectiveUID() {
 			denied++
 			continue
 		}
@@ -108,11 +148,18 @@ func (p *Proc) Kill(pid int, sig syscall.Signal) (denied int, err error) {
 	return denied, nil
 }
 
-// Listen binds a TCP port in the container's network namespace: the
+// Listen binds a TCP port in the container's network namespace (a port
+// below net.ipv4.ip_unprivileged_port_start needs CAP_NET_BIND_SERVICE): the
 // runtime's Spec.Listen when it has one, the namespace at Spec.NetNS, or the
 // node's (a host-network pod).
 func (p *Proc) Listen(port int) (net.Listener, error) {
+	if err := p.seccompSocket("bind", "listen"); err != nil {
+		return nil, err
+	}
 	addr := ":" + strconv.Itoa(port)
+	if err := p.bindAllowed(port); err != nil {
+		return nil, &net.OpError{Op: "listen", Net: "tcp", Err: os.NewSyscallError("bind", err)}
+	}
 	switch {
 	case p.c.spec.Listen != nil:
 		return p.c.spec.Listen("tcp", addr)
@@ -126,6 +173,9 @@ func (p *Proc) Listen(port int) (net.Listener, error) {
 // address and port. Without a kernel namespace (Spec.Listen) there is no
 // route: ENETUNREACH.
 func (p *Proc) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if err := p.seccompSocket("connect"); err != nil {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+	}
 	switch {
 	case p.c.spec.Listen != nil:
 		return nil, &net.OpError{Op: "dial", Net: network, Err: os.NewSyscallError("connect", syscall.ENETUNREACH)}
@@ -190,7 +240,7 @@ func (p *Proc) Fork() (*Proc, error) {
 // its argv, and the returned proc is what runs in it, exe with args, env and
 // dir on sio. The caller runs it or leaves it in Next.
 func (p *Proc) Execve(exe vfs.Executable, args, env []string, dir string, sio Stdio) *Proc {
-	p.t.execAs(args)
+	p.t.execAs(args, p.t.id.execIdentity(exe))
 	return &Proc{t: p.t, c: p.c, Args: args, Env: env, Dir: dir, Stdin: sio.In, Stdout: sio.Out, Stderr: sio.Err, TTY: p.TTY, Exe: exe}
 }
 
@@ -260,4 +310,35 @@ func (c *container) getHostname() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.hostname
+}
+
+// Chown changes path's owner and group as the caller (chown(2), lchown(2)
+// when follow is false; -1 leaves one as it is): changing the owner, or the
+// group to one the caller is not in, needs CAP_CHOWN.
+func (p *Proc) Chown(path string, uid, gid int, follow bool) error {
+	name := "chown"
+	if !follow {
+		name = "lchown"
+	}
+	if stop, err := p.seccomp(name, unknownArg, intArg(uid), intArg(gid)); stop {
+		return err
+	}
+	c := p.Cred()
+	c.Chown = p.t.id.capable(CapChown)
+	return p.c.fs.ChownAs(c, path, uid, gid, follow)
+}
+
+// Mknod makes a special file as the caller (mknod(2)): a block or character
+// device needs CAP_MKNOD; a FIFO does not (see vfs.MknodAs for what the node
+// then does).
+func (p *Proc) Mknod(path string, mode fs.FileMode) error {
+	if stop, err := p.seccomp("mknod", unknownArg, modeArg(mode), unknownArg); stop {
+		return err
+	}
+	if mode&fs.ModeDevice != 0 {
+		if err := p.need(CapMknod); err != nil {
+			return &fs.PathError{Op: "mknod", Path: path, Err: err}
+		}
+	}
+	return p.c.fs.MknodAs(p.Cred(), path, mode)
 }

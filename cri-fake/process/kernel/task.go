@@ -343,11 +343,15 @@ func (t *task) setArgv(argv []string) {
 	t.c.pidns.mu.Unlock()
 }
 
-// execAs is exec(2): the task now runs argv, so its comm name changes too.
-func (t *task) execAs(argv []string) {
+// execAs is exec(2): the task now runs argv, so its comm name changes too,
+// as id (a set-user-ID program's owner: execIdentity).
+func (t *task) execAs(argv []string, id Identity) {
 	t.c.pidns.mu.Lock()
 	t.argv = append([]string(nil), argv...)
 	t.name = comm(argv)
+	if id.setuid != t.id.setuid || id.euid != t.id.euid {
+		t.id = id // written only when it changes; other tasks read it under pidns.mu (identity)
+	}
 	t.c.pidns.mu.Unlock()
 	t.mu.Lock()
 	t.mem = appletMemory(argv)
@@ -475,13 +479,12 @@ func (id Identity) caps() []string {
 	return id.Capabilities
 }
 
-func (id Identity) hasCap(name string) bool {
-	for _, c := range id.caps() {
-		if normCap(c) == name {
-			return true
-		}
-	}
-	return false
+// identity is t's identity as another task reads it (kill, /proc/<pid>/status):
+// exec may change it (execAs).
+func (t *task) identity() Identity {
+	t.c.pidns.mu.Lock()
+	defer t.c.pidns.mu.Unlock()
+	return t.id
 }
 
 func capMask(caps []string) uint64 {
@@ -498,7 +501,7 @@ func capMask(caps []string) uint64 {
 
 func (id Identity) cred() vfs.Cred {
 	gids := append([]int{id.GID}, id.AdditionalGIDs...)
-	return vfs.Cred{UID: id.UID, GIDs: gids, DACOverride: id.UID == 0 && id.hasCap("CAP_DAC_OVERRIDE")}
+	return vfs.Cred{UID: id.EffectiveUID(), GIDs: gids, DACOverride: id.capable(CapDACOverride)}
 }
 
 // procPids lists the pid directories of /proc.
@@ -595,12 +598,9 @@ func comm(argv []string) string {
 }
 
 func (t *task) status() []byte {
-	id := t.id
-	bnd := capMask(id.caps())
-	eff := bnd
-	if id.UID != 0 {
-		eff = 0 // a non-root user keeps the bounding set but has no effective capabilities
-	}
+	id := t.identity()
+	bnd, eff := id.bounding(), id.effective()
+	euid := id.EffectiveUID()
 	groups := make([]string, 0, len(id.AdditionalGIDs))
 	for _, g := range id.AdditionalGIDs {
 		groups = append(groups, strconv.Itoa(g))
@@ -611,11 +611,10 @@ func (t *task) status() []byte {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Name:\t%s\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t%d\nPid:\t%d\nPPid:\t%d\n", t.comm(), t.pid, t.pid, t.ppid)
-	fmt.Fprintf(&b, "Uid:\t%d\t%d\t%d\t%d\nGid:\t%d\t%d\t%d\t%d\nGroups:\t%s\n", id.UID, id.UID, id.UID, id.UID, id.GID, id.GID, id.GID, id.GID, strings.Join(groups, " "))
+	// real, effective, saved set and file system uid: exec of a set-user-ID program sets the last three
+	fmt.Fprintf(&b, "Uid:\t%d\t%d\t%d\t%d\nGid:\t%d\t%d\t%d\t%d\nGroups:\t%s\n", id.UID, euid, euid, euid, id.GID, id.GID, id.GID, id.GID, strings.Join(groups, " "))
 	fmt.Fprintf(&b, "VmRSS:\t%d kB\nThreads:\t1\n", t.memory()/1024)
 	fmt.Fprintf(&b, "CapInh:\t%016x\nCapPrm:\t%016x\nCapEff:\t%016x\nCapBnd:\t%016x\nCapAmb:\t%016x\n", 0, eff, eff, bnd, 0)
-	// Seccomp 0: no filter is installed; the simulation never enforces seccomp,
-	// so it never claims to (see README).
-	fmt.Fprintf(&b, "NoNewPrivs:\t%d\nSeccomp:\t0\nSeccomp_filters:\t0\n", nnp)
+	fmt.Fprintf(&b, "NoNewPrivs:\t%d\n%s", nnp, t.c.seccompStatus())
 	return []byte(b.String())
 }

@@ -439,6 +439,8 @@ type Cred struct {
 	GIDs []int
 	// dacOverride is CAP_DAC_OVERRIDE: root and privileged processes bypass checks.
 	DACOverride bool
+	// Chown is CAP_CHOWN (ChownAs); the kernel sets it only for a chown.
+	Chown bool
 }
 
 var RootCred = Cred{DACOverride: true}
@@ -670,6 +672,9 @@ func (f *FS) Open(p string) (io.ReadCloser, error) {
 	n, ok := f.get(l.cpath)
 	if !ok {
 		return nil, pathErr("open", p, syscall.ENOENT)
+	}
+	if n.special() {
+		return nil, pathErr("open", p, syscall.ENXIO)
 	}
 	if n.isDir() {
 		return nil, pathErr("read", p, syscall.EISDIR)
@@ -969,6 +974,9 @@ func (f *FS) OpenWriteAs(c Cred, p string, appendMode bool, perm fs.FileMode) (i
 	if ok && n.isDir() {
 		return nil, pathErr("open", p, syscall.EISDIR)
 	}
+	if ok && n.special() {
+		return nil, pathErr("open", p, syscall.ENXIO)
+	}
 	if l.ro {
 		return nil, pathErr("open", p, syscall.EROFS)
 	}
@@ -1091,22 +1099,32 @@ func (f *FS) MkdirAs(c Cred, p string, perm fs.FileMode) error {
 			return wrapNil("mkdir", p, r.Chmod(l.rel, perm.Perm()|special)) // Root.Mkdir takes permission bits only
 		}
 		return nil
+	}
+	return f.create(c, l, "mkdir", p, fs.ModeDir|perm.Perm())
+}
+
+// create makes a new node of mode at l as c (mkdir, mknod) where l is not a
+// host mount: EEXIST for what is there (or is a /proc, /dev or masked path),
+// EROFS in /proc's files, the parent's write permission, ENOSPC past the
+// memory bound. Caller holds f.mu.
+func (f *FS) create(c Cred, l loc, op, p string, mode fs.FileMode) error {
+	switch l.kind {
 	case locProc, locDev, locMasked:
 		if l.kind == locMasked || l.rel == "" || f.procIsDir(l.rel) || l.kind == locDev {
-			return pathErr("mkdir", p, syscall.EEXIST)
+			return pathErr(op, p, syscall.EEXIST)
 		}
-		return pathErr("mkdir", p, syscall.EROFS)
+		return pathErr(op, p, syscall.EROFS)
 	}
 	if _, ok := f.get(l.cpath); ok {
-		return pathErr("mkdir", p, syscall.EEXIST)
+		return pathErr(op, p, syscall.EEXIST)
 	}
 	if err := f.writableParent(c, l); err != nil {
-		return pathErr("mkdir", p, err)
+		return pathErr(op, p, err)
 	}
 	if !f.fits(EntryCost(l.cpath)) {
-		return pathErr("mkdir", p, syscall.ENOSPC)
+		return pathErr(op, p, syscall.ENOSPC)
 	}
-	f.set(l.cpath, f.newNode(c, fs.ModeDir|perm.Perm()))
+	f.set(l.cpath, f.newNode(c, mode))
 	return nil
 }
 
@@ -1444,6 +1462,10 @@ type Executable struct {
 	Path   string
 	Applet string // run this applet
 	Script []byte // or interpret this script (a "#!" file) with sh
+	// Mode and Owner are the file's: execve(2) honours a set-user-ID bit
+	// (Mode&fs.ModeSetuid) by making Owner the effective uid.
+	Mode  fs.FileMode
+	Owner int
 }
 
 // lookExec resolves a file for execution: it must exist, be a regular file and
@@ -1461,7 +1483,7 @@ func (f *FS) LookExec(p string) (Executable, error) {
 		n := f.lookup(l.cpath)
 		f.mu.RUnlock()
 		if n != nil && n.applet != "" {
-			return Executable{Path: p, Applet: n.applet}, nil
+			return Executable{Path: p, Applet: n.applet, Mode: n.mode, Owner: n.uid}, nil
 		}
 	}
 	data, err := f.ReadFile(p)
