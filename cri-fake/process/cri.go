@@ -440,6 +440,7 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 	spec.Hostname = hostname
 	spec.TTY = cfg.GetTty()
 	spec.PidsLimit = kernel.PidsLimit(cfg.GetLinux().GetResources())
+	spec.MemoryLimit = cfg.GetLinux().GetResources().GetMemoryLimitInBytes()
 	return spec, nil
 }
 

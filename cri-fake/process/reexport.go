@@ -82,6 +82,7 @@ type (
 	Behaviour      = kernel.Behaviour
 	ExitBehaviour  = kernel.ExitBehaviour
 	PIDNamespace   = kernel.PIDNamespace
+	IPCNamespace   = kernel.IPCNamespace
 	ProcessInfo    = kernel.ProcessInfo
 	Stats          = kernel.Stats
 )
@@ -102,6 +103,15 @@ var (
 
 // NewPIDNamespace is a PID namespace to share between containers (kernel.NewPIDNamespace).
 func NewPIDNamespace() *PIDNamespace { return kernel.NewPIDNamespace() }
+
+// NewIPCNamespace returns an empty System V IPC namespace (a pod's: kernel.NewIPCNamespace).
+func NewIPCNamespace() *IPCNamespace { return kernel.NewIPCNamespace() }
+
+// NewNodeIPCNamespace returns the node's IPC namespace for hostIPC containers, listing the
+// node's own objects from sysvipcDir (/proc/sysvipc) besides the simulation's.
+func NewNodeIPCNamespace(sysvipcDir string) *IPCNamespace {
+	return kernel.NewNodeIPCNamespace(sysvipcDir)
+}
 
 // PidsLimit is the pids limit a container's resources ask for (kernel.PidsLimit).
 func PidsLimit(r *runtimeapi.LinuxContainerResources) int { return kernel.PidsLimit(r) }

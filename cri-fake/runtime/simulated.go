@@ -52,6 +52,7 @@ type Simulated struct {
 	hostDNS    *runtimeapi.DNSConfig
 	pods       map[string]*simPod
 	nodePID    *process.PIDNamespace
+	nodeIPC    *process.IPCNamespace  // hostIPC's (simulated_ipc.go)
 	mounts     map[string]*process.FS // views holding kernel mounts, by container (simulated_mounts.go)
 	trees      *process.TreeBudget    // private copies of host trees for rprivate mounts
 	treesShort atomic.Bool            // the budget ran out once (logged once)
@@ -80,6 +81,7 @@ type simPod struct {
 	pidns *process.PIDNamespace
 	pause *process.Process
 	ports map[int]string
+	ipcns process.IPCNamespace // IPC mode POD (simulated_ipc.go)
 }
 
 func (l *Simulated) logf(format string, args ...any) {

@@ -84,6 +84,9 @@ func Rows() []kernel.Applet {
 		{Name: "ip", Run: appletIP, Busybox: true},
 		{Name: "brctl", Run: appletBrctl, Busybox: true},
 		{Name: "nnp", Run: appletNnp},
+		{Name: "dd", Run: appletDd, Busybox: true},
+		{Name: "ipcs", Run: appletIpcs, Busybox: true},
+		{Name: "ipcmk", Run: appletIpcmk}, // util-linux's: not in busybox
 		{Name: "bash", Run: shell.Sh},
 		{Name: "busybox", Run: appletBusybox},
 		{Name: "pause", Run: appletPause},
