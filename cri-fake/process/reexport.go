@@ -48,10 +48,15 @@ type (
 	DNSConfig = vfs.DNSConfig
 	Owner     = vfs.Owner
 	Layer     = vfs.Layer
+	// TreeBudget bounds the private copies of host trees (rprivate mounts) a runtime's views hold.
+	TreeBudget = vfs.TreeBudget
 )
 
 // DefaultMemoryLimit bounds a container's own files when its config sets none.
 const DefaultMemoryLimit = vfs.DefaultMemoryLimit
+
+// NewTreeBudget allows n private copies of host trees at a time (vfs.NewTreeBudget).
+func NewTreeBudget(n int) *TreeBudget { return vfs.NewTreeBudget(n) }
 
 // NewLayer returns an empty image layer (vfs.NewLayer).
 func NewLayer() *Layer { return vfs.NewLayer() }

@@ -75,6 +75,7 @@ func Rows() []kernel.Applet {
 		{Name: "md5sum", Run: appletMd5sum, Busybox: true},
 		{Name: "netstat", Run: appletNetstat, Busybox: true},
 		{Name: "mount", Run: appletMount, Busybox: true},
+		{Name: "umount", Run: appletUmount, Busybox: true},
 		{Name: "wget", Run: appletWget, Busybox: true},
 		{Name: "chown", Run: appletChown, Busybox: true},
 		{Name: "chgrp", Run: appletChown, Busybox: true},

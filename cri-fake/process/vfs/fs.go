@@ -31,6 +31,8 @@ type Mount struct {
 	// system: a file system mounted below HostPath stays writable, as the
 	// kernel's non-recursive MS_RDONLY bind does.
 	RecursiveReadOnly bool
+	// Propagation is the CRI mount's propagation (mounttable.go).
+	Propagation Propagation
 }
 
 // User is an /etc/passwd entry of the image.
@@ -117,6 +119,7 @@ type FS struct {
 	owned    map[*node]bool // nodes this FS created and may mutate in place
 	mounts   []*mountPoint  // longest container path first
 	mountAt  map[string]*mountPoint
+	mtab     *mountTable // propagation and the processes' own mounts; nil until needed
 	cfg      FSConfig
 	sysctls  map[string]string
 	// written is the content the container wrote to its own layer (file data
