@@ -90,16 +90,10 @@ func TestCritestDefault(t *testing.T) {
 
 // critestDefaultFailures are the specs of critest v1.37.0's default set that fail on cri-fake
 // (run by `make e2e-cri`), each for a kernel feature the simulation does not fake
-// (cri-fake/README.md, "What critest's default set fails and why").
+// (cri-fake/README.md, "What critest's default set fails and why"): none since issue 16's
+// features (OOM, IPC, capabilities, seccomp, no_new_privs, mount propagation) are simulated.
 func critestDefaultFailures() []string {
-	return []string{
-		"[k8s.io] Container Mount Propagation runtime should support mount propagation mount with 'rprivate' should not support propagation",
-		"[k8s.io] Container Mount Propagation runtime should support mount propagation mount with 'rshared' should support propagation from host to container and vice versa",
-		"[k8s.io] Container Mount Propagation runtime should support mount propagation mount with 'rslave' should support propagation from host to container",
-		"[k8s.io] Container OOM runtime should output OOMKilled reason should terminate with exitCode 137 and reason OOMKilled",
-		"[k8s.io] Security Context NamespaceOption runtime should support HostIpc is false",
-		"[k8s.io] Security Context NamespaceOption runtime should support HostIpc is true",
-	}
+	return []string{}
 }
 
 // critestDefaultSkips are the specs critest v1.37.0 skips against cri-fake in its default set:

@@ -415,7 +415,7 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 		if m.GetImage() != nil {
 			return spec, fmt.Errorf("mount %q: image volumes are not simulated", m.GetContainerPath())
 		}
-		fcfg.Mounts = append(fcfg.Mounts, vfs.Mount{ContainerPath: m.GetContainerPath(), HostPath: m.GetHostPath(), Readonly: m.GetReadonly(), RecursiveReadOnly: m.GetRecursiveReadOnly()})
+		fcfg.Mounts = append(fcfg.Mounts, vfs.Mount{ContainerPath: m.GetContainerPath(), HostPath: m.GetHostPath(), Readonly: m.GetReadonly(), RecursiveReadOnly: m.GetRecursiveReadOnly(), Propagation: propagation(m.GetPropagation())})
 	}
 	spec.FS, err = NewFS(fcfg)
 	if err != nil {
@@ -440,6 +440,7 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 	spec.Hostname = hostname
 	spec.TTY = cfg.GetTty()
 	spec.PidsLimit = kernel.PidsLimit(cfg.GetLinux().GetResources())
+	spec.MemoryLimit = cfg.GetLinux().GetResources().GetMemoryLimitInBytes()
 	return spec, nil
 }
 
@@ -452,4 +453,16 @@ func mergeEnv(image []string, envs []*runtimeapi.KeyValue) []string {
 		out = append(out, k+"="+string(kv.GetValue()))
 	}
 	return out
+}
+
+// propagation is the vfs form of a CRI mount's propagation; a value the CRI
+// does not define is rprivate, as containerd takes it (with a warning).
+func propagation(p runtimeapi.MountPropagation) vfs.Propagation {
+	switch p {
+	case runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER:
+		return vfs.PropagationHostToContainer
+	case runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL:
+		return vfs.PropagationBidirectional
+	}
+	return vfs.PropagationPrivate
 }

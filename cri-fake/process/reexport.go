@@ -48,10 +48,15 @@ type (
 	DNSConfig = vfs.DNSConfig
 	Owner     = vfs.Owner
 	Layer     = vfs.Layer
+	// TreeBudget bounds the private copies of host trees (rprivate mounts) a runtime's views hold.
+	TreeBudget = vfs.TreeBudget
 )
 
 // DefaultMemoryLimit bounds a container's own files when its config sets none.
 const DefaultMemoryLimit = vfs.DefaultMemoryLimit
+
+// NewTreeBudget allows n private copies of host trees at a time (vfs.NewTreeBudget).
+func NewTreeBudget(n int) *TreeBudget { return vfs.NewTreeBudget(n) }
 
 // NewLayer returns an empty image layer (vfs.NewLayer).
 func NewLayer() *Layer { return vfs.NewLayer() }
@@ -77,6 +82,7 @@ type (
 	Behaviour      = kernel.Behaviour
 	ExitBehaviour  = kernel.ExitBehaviour
 	PIDNamespace   = kernel.PIDNamespace
+	IPCNamespace   = kernel.IPCNamespace
 	ProcessInfo    = kernel.ProcessInfo
 	Stats          = kernel.Stats
 )
@@ -97,6 +103,15 @@ var (
 
 // NewPIDNamespace is a PID namespace to share between containers (kernel.NewPIDNamespace).
 func NewPIDNamespace() *PIDNamespace { return kernel.NewPIDNamespace() }
+
+// NewIPCNamespace returns an empty System V IPC namespace (a pod's: kernel.NewIPCNamespace).
+func NewIPCNamespace() *IPCNamespace { return kernel.NewIPCNamespace() }
+
+// NewNodeIPCNamespace returns the node's IPC namespace for hostIPC containers, listing the
+// node's own objects from sysvipcDir (/proc/sysvipc) besides the simulation's.
+func NewNodeIPCNamespace(sysvipcDir string) *IPCNamespace {
+	return kernel.NewNodeIPCNamespace(sysvipcDir)
+}
 
 // PidsLimit is the pids limit a container's resources ask for (kernel.PidsLimit).
 func PidsLimit(r *runtimeapi.LinuxContainerResources) int { return kernel.PidsLimit(r) }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,13 +45,17 @@ type Simulated struct {
 	starts  delayedStarts
 	lookups lookupCache
 
-	mu      sync.Mutex
-	layers  map[string]*process.Layer
-	specs   map[string]process.Spec // built at CreateContainer, for StartContainer
-	dnsOnce sync.Once
-	hostDNS *runtimeapi.DNSConfig
-	pods    map[string]*simPod
-	nodePID *process.PIDNamespace
+	mu         sync.Mutex
+	layers     map[string]*process.Layer
+	specs      map[string]process.Spec // built at CreateContainer, for StartContainer
+	dnsOnce    sync.Once
+	hostDNS    *runtimeapi.DNSConfig
+	pods       map[string]*simPod
+	nodePID    *process.PIDNamespace
+	nodeIPC    *process.IPCNamespace  // hostIPC's (simulated_ipc.go)
+	mounts     map[string]*process.FS // views holding kernel mounts, by container (simulated_mounts.go)
+	trees      *process.TreeBudget    // private copies of host trees for rprivate mounts
+	treesShort atomic.Bool            // the budget ran out once (logged once)
 }
 
 // DefaultStartLatency is the simulated container start time: shorter than a real runc start
@@ -64,6 +69,7 @@ func NewSimulated() *Simulated {
 		layers:       map[string]*process.Layer{},
 		specs:        map[string]process.Spec{},
 		pods:         map[string]*simPod{},
+		trees:        process.NewTreeBudget(treeBudget()),
 	}
 }
 
@@ -75,6 +81,7 @@ type simPod struct {
 	pidns *process.PIDNamespace
 	pause *process.Process
 	ports map[int]string
+	ipcns process.IPCNamespace // IPC mode POD (simulated_ipc.go)
 }
 
 func (l *Simulated) logf(format string, args ...any) {
@@ -132,7 +139,12 @@ func (l *Simulated) processSpec(ts task.Spec) (process.Spec, error) {
 			sbCfg = &runtimeapi.PodSandboxConfig{Metadata: sbCfg.GetMetadata(), Hostname: sbCfg.GetHostname(), Linux: sbCfg.GetLinux(), DnsConfig: dns}
 		}
 	}
-	return process.FromCRI(ts.Config, sbCfg, ic, ts.PodIPs)
+	spec, err := process.FromCRI(ts.Config, sbCfg, ic, ts.PodIPs)
+	if err == nil {
+		l.copyPrivateMounts(ts.ContainerID, spec.FS)
+		l.holdMounts(ts.ContainerID, spec.FS)
+	}
+	return spec, err
 }
 
 // hostDNSConfig is the node's /etc/resolv.conf as a DNS config (nil when unreadable).
@@ -178,11 +190,13 @@ func (l *Simulated) Validate(ts task.Spec) error {
 	return nil
 }
 
-// ReleaseContainer forgets a container that was created and never started.
+// ReleaseContainer forgets a container that was created and never started, and gives back the
+// kernel mounts of a removed one.
 func (l *Simulated) ReleaseContainer(id string) {
 	l.mu.Lock()
 	delete(l.specs, id)
 	l.mu.Unlock()
+	l.releaseMounts(id)
 }
 
 // ReleaseSandbox ends the sandbox's pause process and forgets its ports (StopPodSandbox).

@@ -19,14 +19,15 @@ func memoryLimit(ts task.Spec) int64 {
 	return ts.Config.GetLinux().GetResources().GetMemoryLimitInBytes()
 }
 
-// applyMemoryLimit bounds the file system of the process being started by the limit known now;
-// an Update from then on changes it in place.
-func (t *simTask) applyMemoryLimit(fs *process.FS) {
+// applyMemoryLimit gives the process being started the limit known now (its OOM killer and the
+// bound of its files); an Update from then on changes it in place.
+func (t *simTask) applyMemoryLimit(spec *process.Spec) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.fs = fs
-	if fs != nil {
-		fs.SetMemoryLimit(t.memLimit)
+	t.fs = spec.FS
+	spec.MemoryLimit = t.memLimit
+	if spec.FS != nil {
+		spec.FS.SetMemoryLimit(t.memLimit)
 	}
 }
 
@@ -36,7 +37,19 @@ func (t *simTask) Update(r *runtimeapi.LinuxContainerResources) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.memLimit = r.GetMemoryLimitInBytes()
-	if t.fs != nil {
+	switch {
+	case t.proc != nil:
+		t.proc.SetMemoryLimit(t.memLimit) // below what it holds: the OOM killer
+	case t.fs != nil:
 		t.fs.SetMemoryLimit(t.memLimit)
 	}
+}
+
+// exitReason is containerd's reason for a process the OOM killer ended ("OOMKilled", its
+// exit code 137); "" leaves the runtime's Completed/Error.
+func exitReason(p *process.Process) string {
+	if p.OOMKilled() {
+		return "OOMKilled"
+	}
+	return ""
 }

@@ -50,13 +50,18 @@ func (t *simTask) run(spec process.Spec) error {
 	if err != nil {
 		return err
 	}
+	t.mu.Lock()
 	t.proc = p
+	if t.memLimit != spec.MemoryLimit {
+		p.SetMemoryLimit(t.memLimit) // an Update came between applyMemoryLimit and now
+	}
+	t.mu.Unlock()
 	go func() {
 		<-p.Done()
 		t.cio.Close()  // ends attach sessions, flushes their last line
 		t.logs.close() // flushes a last line without newline as an F record
 		code, _ := p.ExitCode()
-		t.exit = task.Exit{Code: int32(code), At: p.FinishedAt()}
+		t.exit = task.Exit{Code: int32(code), At: p.FinishedAt(), Reason: exitReason(p)}
 		t.closeDone()
 	}()
 	return nil
@@ -97,7 +102,8 @@ func (t *simTask) begin() (err error) {
 		return err
 	}
 	spec.PIDNamespace = pidns
-	t.applyMemoryLimit(spec.FS)
+	spec.IPCNamespace = sim.ipcNamespace(ts)
+	t.applyMemoryLimit(&spec)
 	cio := process.NewContainerIO(nil, ts.Config.GetStdin(), ts.Config.GetTty())
 	t.cio = cio // before ready is closed, which publishes it
 	spec.Stdin = cio.Stdin()

@@ -165,12 +165,6 @@ func TestPrepareDirRefusesForeignDir(t *testing.T) {
 	}
 }
 
-func TestUnescapeMount(t *testing.T) {
-	if got := unescapeMount(`/tmp/a\040b`); got != "/tmp/a b" {
-		t.Errorf("got %q", got)
-	}
-}
-
 // The relay carries bytes both ways and passes on a half-close. As root it dials "inside" this
 // process's own network namespace, the same setns path it takes into the control-plane namespace.
 func TestRelay(t *testing.T) {

@@ -647,17 +647,6 @@ func appletWhich(p *kernel.Proc) int {
 	return st
 }
 
-func appletMount(p *kernel.Proc) int {
-	if len(p.Args) == 1 {
-		data, _ := p.FS().ReadFile("/proc/mounts")
-		p.Stdout.Write(data)
-		return 0
-	}
-	// Mounting needs the kernel; the simulation never pretends it happened.
-	p.Errorf("mounting is not simulated: Operation not permitted")
-	return 1
-}
-
 func appletBusybox(p *kernel.Proc) int {
 	if len(p.Args) > 1 {
 		p.Args = p.Args[1:]

@@ -75,6 +75,7 @@ func Rows() []kernel.Applet {
 		{Name: "md5sum", Run: appletMd5sum, Busybox: true},
 		{Name: "netstat", Run: appletNetstat, Busybox: true},
 		{Name: "mount", Run: appletMount, Busybox: true},
+		{Name: "umount", Run: appletUmount, Busybox: true},
 		{Name: "wget", Run: appletWget, Busybox: true},
 		{Name: "chown", Run: appletChown, Busybox: true},
 		{Name: "chgrp", Run: appletChown, Busybox: true},
@@ -83,6 +84,9 @@ func Rows() []kernel.Applet {
 		{Name: "ip", Run: appletIP, Busybox: true},
 		{Name: "brctl", Run: appletBrctl, Busybox: true},
 		{Name: "nnp", Run: appletNnp},
+		{Name: "dd", Run: appletDd, Busybox: true},
+		{Name: "ipcs", Run: appletIpcs, Busybox: true},
+		{Name: "ipcmk", Run: appletIpcmk}, // util-linux's: not in busybox
 		{Name: "bash", Run: shell.Sh},
 		{Name: "busybox", Run: appletBusybox},
 		{Name: "pause", Run: appletPause},

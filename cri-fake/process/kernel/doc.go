@@ -1,7 +1,8 @@
 // Package kernel is the simulation's kernel: the process table (Process, a
 // task per running program, PID namespaces, the pids limit), signals and exit
 // codes with the process-group and init rules, identities and capabilities,
-// /proc/<pid>, and the calls through which a program asks for what a real
+// the memory cgroup and its OOM killer (memory.go), System V IPC namespaces
+// (ipc.go), /proc/<pid>, and the calls through which a program asks for what a real
 // kernel decides (syscalls.go: writes to the file system as the caller, bind
 // and connect in the container's network namespace, sethostname, kill, fork,
 // execve); those but fork and execve first run the container's seccomp filter

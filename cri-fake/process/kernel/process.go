@@ -111,6 +111,12 @@ type Spec struct {
 	// pids.max); past it a fork fails with EAGAIN (sh: "can't fork: Resource temporarily
 	// unavailable"). 0 means DefaultPidsLimit. FromCRI takes it from the container's resources.
 	PidsLimit int
+	// MemoryLimit is the container's memory limit in bytes (memory_limit_in_bytes; 0: none):
+	// past it the OOM killer ends the container (memory.go).
+	MemoryLimit int64
+	// IPCNamespace is the System V IPC namespace to join: nil gives the container its own.
+	// Share one per pod for IPC mode POD and the node's (NewNodeIPCNamespace) for NODE.
+	IPCNamespace *IPCNamespace
 	// Seccomp is the container's seccomp filter, run at the top of each simulated system call
 	// (kernel/seccomp.go); nil means none (Seccomp: 0 in /proc/<pid>/status).
 	Seccomp *seccomp.Filter
@@ -204,6 +210,8 @@ type container struct {
 	applets *AppletSet
 
 	pidns *PIDNamespace
+	ipcns *IPCNamespace
+	mem   memoryCgroup
 	// procs is how many processes of this container hold a pid slot (table entries and
 	// pipeline subshells), guarded by pidns.mu; see pidsLimit.
 	procs int
@@ -258,6 +266,8 @@ func StartWith(ctx context.Context, spec Spec, applets *AppletSet) (*Process, er
 	if c.pidns == nil {
 		c.pidns = NewPIDNamespace()
 	}
+	c.ipcns = spec.IPCNamespace
+	c.startMemoryCgroup()
 	if c.hostname == "" {
 		c.hostname = "localhost"
 	}
@@ -271,7 +281,11 @@ func StartWith(ctx context.Context, spec Spec, applets *AppletSet) (*Process, er
 	if err != nil {
 		return nil, err
 	}
-	return c.run(exe, spec.Args, env, wd, spec.Stdin, spec.Stdout, spec.Stderr, spec.TTY, true)
+	p, err := c.run(exe, spec.Args, env, wd, spec.Stdin, spec.Stdout, spec.Stderr, spec.TTY, true)
+	if err == nil {
+		c.checkMemoryAtStart()
+	}
+	return p, err
 }
 
 // Lookup reports whether args[0] can be run in fsys with env's PATH, returning
@@ -781,10 +795,14 @@ func (p *Process) Stats() Stats {
 	}
 	c.cpuAt = now
 	cpu := c.cpu
-	if !c.dead {
-		mem += c.spec.Behaviour.MemoryBytes
+	dead := c.dead
+	if !dead {
+		mem += c.spec.Behaviour.MemoryBytes + uint64(max(c.mem.anon.Load(), 0))
 	}
 	c.mu.Unlock()
+	if files, _ := c.fs.Held(""); files > 0 && !dead {
+		mem += uint64(files) // the container's own files are in memory (memory.go)
+	}
 	return Stats{MemoryBytes: mem, CPUNanos: uint64(cpu), WritableLayerBytes: uint64(c.fs.WritableLayerBytes()), Processes: n}
 }
 

@@ -536,6 +536,8 @@ func (c *container) procFile(rel string) ([]byte, bool) {
 			fmt.Fprintf(&b, "processor\t: %d\nmodel name\t: plugsim simulated CPU\n\n", i)
 		}
 		return []byte(b.String()), true
+	case "self/mountinfo":
+		return c.fs.MountInfo(), true
 	case "mounts", "self/mounts":
 		var b strings.Builder
 		ro := "rw"
@@ -578,6 +580,8 @@ func (c *container) procFile(rel string) ([]byte, bool) {
 		return t.status(), true
 	case "mounts":
 		return c.procFile("mounts")
+	case "mountinfo":
+		return c.fs.MountInfo(), true
 	}
 	return nil, false
 }

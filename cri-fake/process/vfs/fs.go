@@ -31,6 +31,8 @@ type Mount struct {
 	// system: a file system mounted below HostPath stays writable, as the
 	// kernel's non-recursive MS_RDONLY bind does.
 	RecursiveReadOnly bool
+	// Propagation is the CRI mount's propagation (mounttable.go).
+	Propagation Propagation
 }
 
 // User is an /etc/passwd entry of the image.
@@ -117,6 +119,7 @@ type FS struct {
 	owned    map[*node]bool // nodes this FS created and may mutate in place
 	mounts   []*mountPoint  // longest container path first
 	mountAt  map[string]*mountPoint
+	mtab     *mountTable // propagation and the processes' own mounts; nil until needed
 	cfg      FSConfig
 	sysctls  map[string]string
 	// written is the content the container wrote to its own layer (file data
@@ -135,6 +138,8 @@ type FS struct {
 	proc func(rel string) ([]byte, bool)
 	// procList lists directory entries under /proc (pids).
 	procList func() []string
+	// memcg is the container's memory controller (memcg.go), nil for none.
+	memcg MemoryCgroup
 }
 
 // SetProc installs what answers under /proc besides /proc/sys: read gives
@@ -261,7 +266,7 @@ func (f *FS) limitBytes() int64 {
 
 // fits reports whether n more bytes may be held in the container's own
 // layer. Caller holds f.mu.
-func (f *FS) fits(n int64) bool { return f.held+f.meta+n <= f.limitBytes() }
+func (f *FS) fits(n int64) bool { return f.held+f.meta+n+f.otherMemory() <= f.limitBytes() }
 
 // release drops an owned node that left the tree (removed, or replaced by a
 // rename): its content stops counting once no writer holds it. Caller holds
@@ -865,6 +870,7 @@ type memWriter struct {
 	f      *FS
 	n      *node
 	closed bool
+	tmpfs  bool // on /dev/shm: past the bound, the OOM killer (memcg.go)
 }
 
 // Write appends what fits in the container's bound and fails the rest with
@@ -876,13 +882,16 @@ func (w *memWriter) Write(b []byte) (int, error) {
 	if w.closed {
 		return 0, os.ErrClosed
 	}
-	n, grown := w.n.appendChunks(b, f.limitBytes()-f.held-f.meta)
+	n, grown := w.n.appendChunks(b, f.limitBytes()-f.held-f.meta-f.otherMemory())
 	f.written += n
 	f.held += grown
 	if n > 0 {
 		w.n.mtime = time.Now()
 	}
 	if n < int64(len(b)) {
+		if w.tmpfs && f.memcg != nil && f.memcg.OutOfMemory() {
+			return int(n), syscall.ENOMEM
+		}
 		return int(n), syscall.ENOSPC
 	}
 	return len(b), nil
@@ -907,12 +916,12 @@ func (w *memWriter) Close() error {
 }
 
 // newWriter opens a writer on an owned node. Caller holds f.mu.
-func (f *FS) newWriter(n *node) *memWriter {
+func (f *FS) newWriter(n *node, p string) *memWriter {
 	if f.writers == nil {
 		f.writers = map[*node]int{}
 	}
 	f.writers[n]++
-	return &memWriter{f: f, n: n}
+	return &memWriter{f: f, n: n, tmpfs: isTmpfs(p)}
 }
 
 type Discard struct{}
@@ -990,7 +999,7 @@ func (f *FS) OpenWriteAs(c Cred, p string, appendMode bool, perm fs.FileMode) (i
 			n.data, n.chunks = nil, nil
 		}
 		n.mtime = time.Now()
-		return f.newWriter(n), nil
+		return f.newWriter(n, l.cpath), nil
 	}
 	if err := f.writableParent(c, l); err != nil {
 		return nil, pathErr("open", p, err)
@@ -1000,7 +1009,7 @@ func (f *FS) OpenWriteAs(c Cred, p string, appendMode bool, perm fs.FileMode) (i
 	}
 	n = f.newNode(c, perm.Perm())
 	f.set(l.cpath, n)
-	return f.newWriter(n), nil
+	return f.newWriter(n, l.cpath), nil
 }
 
 // OpenWrite opens p for writing (creating it with perm), truncating it unless

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/plugsim/plugsim/internal/mountinfo"
 )
 
 // mountPoint is a host mount as the FS serves it. Every host operation under
@@ -26,6 +28,9 @@ type mountPoint struct {
 	ro        bool
 	recursive bool   // read-only applies to file systems mounted below dir too
 	dev, ino  uint64 // identity of dir when the mount was made
+	prop      Propagation
+	tree      *hostTree // rprivate: the private copy of the host tree operations go through (mounttable.go)
+	sub       string    // a bind made in the container: the directory below dir (or tree) it shows
 }
 
 func (m *mountPoint) isDir() bool { return m.name == "" }
@@ -44,13 +49,13 @@ func (m *mountPoint) rootRel() string {
 // parent — possibly another mount of this container) the operations fail as
 // in a deleted directory (ENOENT) rather than follow the new name.
 func (m *mountPoint) open() (*os.Root, error) {
-	r, err := os.OpenRoot(m.dir)
+	r, err := m.openBase()
 	if err != nil {
 		return nil, err
 	}
 	st, err := r.Stat(".")
 	if err == nil {
-		if dev, ino, ok := identity(st); !ok || dev != m.dev || ino != m.ino {
+		if dev, ino, ok := identity(st); !ok || dev != m.dev || ino != m.ino || deleted(st) {
 			err = syscall.ENOENT
 		}
 	}
@@ -152,6 +157,7 @@ func (f *FS) addMounts(mounts []Mount, add func(string, []byte)) error {
 	ms := append([]Mount(nil), mounts...)
 	sort.SliceStable(ms, func(i, j int) bool { return depth(ms[i].ContainerPath) < depth(ms[j].ContainerPath) })
 	f.mountAt = map[string]*mountPoint{}
+	var hostMounts []mountinfo.Mount
 	for _, m := range ms {
 		if m.ContainerPath == "" || !path.IsAbs(m.ContainerPath) {
 			return fmt.Errorf("mount container path %q must be absolute", m.ContainerPath)
@@ -178,19 +184,10 @@ func (f *FS) addMounts(mounts []Mount, add func(string, []byte)) error {
 		if mp.cpath, err = f.mountDest(cleanAbs(m.ContainerPath), mp.isDir(), add); err != nil {
 			return fmt.Errorf("mount %q: %w", m.ContainerPath, err)
 		}
-		f.mountAt[mp.cpath] = mp
-		f.mounts = append(f.mounts, mp)
-		// A later mount on the same destination hides the earlier one, as the kernel stacks them.
-		sort.SliceStable(f.mounts, func(i, j int) bool { return len(f.mounts[i].cpath) > len(f.mounts[j].cpath) })
-		if n := len(f.mounts); n > 1 {
-			kept := f.mounts[:0]
-			for _, x := range f.mounts {
-				if f.mountAt[x.cpath] == x {
-					kept = append(kept, x)
-				}
-			}
-			f.mounts = kept
+		if err := f.setPropagation(mp, m, &hostMounts); err != nil {
+			return fmt.Errorf("mount %q: %w", m.ContainerPath, err)
 		}
+		f.insertMount(mp)
 	}
 	return nil
 }

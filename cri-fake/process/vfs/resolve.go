@@ -101,6 +101,18 @@ func (f *FS) walk(roots *hostRoots, p string, follow, lenient bool) (loc, error)
 		if w.cur == "/" {
 			next = "/" + c
 		}
+		if f.mtab != nil && f.mtab.binds != nil && !w.bound {
+			if src, ok := f.mtab.binds[next]; ok {
+				// A bind of the container's own tree (mount --bind): the walk
+				// goes on in its source, where, the bind being a copy of the
+				// source's mount only, the binds are not (so a bind of / at
+				// /x shows an empty /x/x, as in Linux, not itself again).
+				f.enter(&w, src)
+				w.bound = true
+				missing = 0
+				continue
+			}
+		}
 		if mp := f.mountAt[next]; mp != nil {
 			if !last && !mp.isDir() {
 				return loc{}, syscall.ENOTDIR
@@ -189,6 +201,7 @@ func (f *FS) walk(roots *hostRoots, p string, follow, lenient bool) (loc, error)
 			}
 			if strings.HasPrefix(target, "/") {
 				f.enter(&w, "/") // the container's root, never the host's
+				w.bound = false
 			}
 			if todo != "" {
 				target += "/" + todo
@@ -214,10 +227,11 @@ func (f *FS) walk(roots *hostRoots, p string, follow, lenient bool) (loc, error)
 // walkState is where a walk stands: a resolved container directory and, when
 // it lies in a host mount, that mount and the path below its dir.
 type walkState struct {
-	cur  string
-	m    *mountPoint
-	rel  string
-	proc bool // under /proc (not a mount)
+	cur   string
+	m     *mountPoint
+	rel   string
+	proc  bool // under /proc (not a mount)
+	bound bool // inside a bind of the container's own tree (mounttable.go)
 }
 
 // enter moves the walk to the resolved container path p.
