@@ -67,7 +67,51 @@ type ImageRecord struct {
 	Config      json.RawMessage `json:"config,omitempty"`
 }
 
-func (f FileState) path(kind, id string) string { return filepath.Join(f.Dir, kind, id+".json") }
+// path is the record of id under the kind directory (sandboxes/, containers/), refused when that
+// directory is a symlink or not a directory: a link planted there would take every save and
+// every delete out of the state directory.
+func (f FileState) path(kind, id string) (string, error) {
+	d, err := f.kindDir(kind)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, id+".json"), nil
+}
+
+// kindDir is f.Dir/kind if it is a directory or does not exist yet (it is made on first save).
+func (f FileState) kindDir(kind string) (string, error) {
+	d := filepath.Join(f.Dir, kind)
+	fi, err := os.Lstat(d)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return d, nil
+	case err != nil:
+		return "", err
+	case !fi.IsDir():
+		return "", fmt.Errorf("state directory %s is %s, not a directory; refusing to follow it out of %s", d, describeType(fi.Mode()), f.Dir)
+	}
+	return d, nil
+}
+
+// readRegular reads the state file p, refusing one that is a symlink (which could read a file
+// outside the state directory back as state) or not a regular file.
+func readRegular(p string) ([]byte, error) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("state file %s is %s, not a regular file; refusing to read it", p, describeType(fi.Mode()))
+	}
+	return os.ReadFile(p)
+}
+
+func describeType(m os.FileMode) string {
+	if m&os.ModeSymlink != 0 {
+		return "a symlink"
+	}
+	return fmt.Sprintf("of type %v", m.Type())
+}
 
 // writeAtomic writes data to path (mode 0600) through package atomicfile, making its directory
 // (sandboxes/, containers/) on first use.
@@ -101,11 +145,15 @@ func (f FileState) SaveSandbox(sb *Sandbox) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(f.path("sandboxes", sb.ID), b)
+	p, err := f.path("sandboxes", sb.ID)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(p, b)
 }
 
 // DeleteSandbox removes a sandbox's record.
-func (f FileState) DeleteSandbox(id string) error { return removeFile(f.path("sandboxes", id)) }
+func (f FileState) DeleteSandbox(id string) error { return f.remove("sandboxes", id) }
 
 // SaveContainer writes a container's record.
 func (f FileState) SaveContainer(c *Container) error {
@@ -127,11 +175,15 @@ func (f FileState) SaveContainer(c *Container) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(f.path("containers", c.ID), b)
+	p, err := f.path("containers", c.ID)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(p, b)
 }
 
 // DeleteContainer removes a container's record.
-func (f FileState) DeleteContainer(id string) error { return removeFile(f.path("containers", id)) }
+func (f FileState) DeleteContainer(id string) error { return f.remove("containers", id) }
 
 // SaveImages writes the list of pulled images.
 func (f FileState) SaveImages(imgs []ImageRecord) error {
@@ -168,7 +220,11 @@ func (f FileState) Seeded() (string, bool) {
 	return rec.Source, true
 }
 
-func removeFile(p string) error {
+func (f FileState) remove(kind, id string) error {
+	p, err := f.path(kind, id)
+	if err != nil {
+		return err
+	}
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -189,7 +245,7 @@ func (l Loaded) Empty() bool { return len(l.Sandboxes)+len(l.Containers)+len(l.I
 // dropping a sandbox would make the kubelet lose track of a pod.
 func (f FileState) Load() (Loaded, error) {
 	var out Loaded
-	err := readDir(filepath.Join(f.Dir, "sandboxes"), func(name string, b []byte) error {
+	err := f.readDir("sandboxes", func(name string, b []byte) error {
 		var r sandboxRecord
 		if err := json.Unmarshal(b, &r); err != nil {
 			return err
@@ -214,7 +270,7 @@ func (f FileState) Load() (Loaded, error) {
 	if err != nil {
 		return out, err
 	}
-	err = readDir(filepath.Join(f.Dir, "containers"), func(name string, b []byte) error {
+	err = f.readDir("containers", func(name string, b []byte) error {
 		var r containerRecord
 		if err := json.Unmarshal(b, &r); err != nil {
 			return err
@@ -241,7 +297,7 @@ func (f FileState) Load() (Loaded, error) {
 	if err != nil {
 		return out, err
 	}
-	b, err := os.ReadFile(filepath.Join(f.Dir, "images.json"))
+	b, err := readRegular(filepath.Join(f.Dir, "images.json"))
 	if err == nil {
 		if err := json.Unmarshal(b, &out.Images); err != nil {
 			return out, fmt.Errorf("%s: %w", filepath.Join(f.Dir, "images.json"), err)
@@ -252,7 +308,12 @@ func (f FileState) Load() (Loaded, error) {
 	return out, nil
 }
 
-func readDir(dir string, fn func(name string, b []byte) error) error {
+// readDir calls fn with every record under the kind directory.
+func (f FileState) readDir(kind string, fn func(name string, b []byte) error) error {
+	dir, err := f.kindDir(kind)
+	if err != nil {
+		return err
+	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -265,7 +326,7 @@ func readDir(dir string, fn func(name string, b []byte) error) error {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		b, err := os.ReadFile(p)
+		b, err := readRegular(p)
 		if err != nil {
 			return err
 		}
