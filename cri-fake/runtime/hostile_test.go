@@ -30,7 +30,7 @@ func hostileCRIIDs(victim string) []string {
 		filepath.Join(victim, "secret"),
 		"a/../../victim",
 		"id\x00../victim",
-		strings.Repeat("a", 256),              // one component over NAME_MAX
+		strings.Repeat("a", 256),             // one component over NAME_MAX
 		strings.Repeat("../", 1366) + victim, // over PATH_MAX
 	}
 }
