@@ -133,3 +133,46 @@ func TestHostileIDsNeverReachTheStateDir(t *testing.T) {
 		t.Fatalf("the container is %v after the hostile calls, want running", got)
 	}
 }
+
+// TestOverlongLogPathsStayInLogDirectory: a log_path with a component over NAME_MAX or a whole
+// path over PATH_MAX is accepted at CreateContainer (containerd checks neither), the start makes
+// nothing, and ReopenContainerLog fails (Internal, with the kernel's ENAMETOOLONG behind it);
+// nothing is created outside the log directory.
+func TestOverlongLogPathsStayInLogDirectory(t *testing.T) {
+	root := t.TempDir()
+	logDir := filepath.Join(root, "pods", "default_p_uid")
+	os.MkdirAll(logDir, 0o755)
+	os.MkdirAll(filepath.Join(root, "victim"), 0o755)
+	before := victimtest.Tree(t, filepath.Join(root, "victim"))
+	for _, lp := range []string{
+		strings.Repeat("l", 256),
+		"c/" + strings.Repeat("l", 256) + ".log",
+		strings.Repeat("d/", 2100) + "0.log",
+	} {
+		s := newService(t)
+		cfg := podConfig("p")
+		cfg.LogDirectory = logDir
+		pod, err := s.RunPodSandbox(context.Background(), &runtimeapi.RunPodSandboxRequest{Config: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := containerConfig("c")
+		c.LogPath = lp
+		resp, err := s.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: pod.PodSandboxId, Config: c})
+		if err != nil {
+			t.Fatalf("%.20q: %v", lp, err)
+		}
+		startContainer(t, s, resp.ContainerId)
+		_, err = s.ReopenContainerLog(context.Background(), &runtimeapi.ReopenContainerLogRequest{ContainerId: resp.ContainerId})
+		if err == nil {
+			t.Errorf("ReopenContainerLog with a log_path of %d bytes worked", len(lp))
+		}
+	}
+	if now := victimtest.Tree(t, filepath.Join(root, "victim")); now != before {
+		t.Fatalf("the victim changed:\n%s", now)
+	}
+	es, _ := os.ReadDir(root)
+	if len(es) != 2 {
+		t.Fatalf("%s holds %d entries, want pods and victim", root, len(es))
+	}
+}
