@@ -670,3 +670,104 @@ func TestPlantedSymlinksInData(t *testing.T) {
 		v.intact(t)
 	})
 }
+
+// TestHostilePathsRefused sends hostile target, staging and volume paths (the CO's paths, which
+// the spec says are absolute) to every node RPC that takes one, for a volume that is staged and
+// published elsewhere. A NUL byte or a relative path is InvalidArgument with the reason where the
+// path is made or removed; an over-long one fails where it is made (Internal: the kernel's
+// ENAMETOOLONG) and is OK where it is removed (nothing is staged or published there: the spec's
+// idempotent answer); a volume_path (NodeGetVolumeStats, NodeExpandVolume) is only compared with
+// the recorded paths, so each is NotFound. Nothing is created or removed in the CO's directory or
+// the victim beside it.
+func TestHostilePathsRefused(t *testing.T) {
+	v := plantVictim(t)
+	d := newTestDriver(t, nil)
+	pods := t.TempDir()
+	rel, err := filepath.Rel(mustGetwd(t), v.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vol := must(d.CreateVolume(ctx, createReq("hostile-paths", gib)))(t).GetVolume().GetVolumeId()
+	staging, target := filepath.Join(pods, "staging"), filepath.Join(pods, "target")
+	if d.cfg.AttachRequired {
+		must(d.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: vol, NodeId: node, VolumeCapability: snw}))(t)
+	}
+	must(d.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: vol, StagingTargetPath: staging, VolumeCapability: snw}))(t)
+	must(d.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: vol, TargetPath: target, StagingTargetPath: staging, VolumeCapability: snw}))(t)
+	v.before = victimtest.Tree(t, filepath.Dir(v.dir))
+	co := victimtest.Tree(t, pods)
+	paths := []struct {
+		path, reason string // reason "": any error will do
+	}{
+		{pods + "/t\x00" + v.dir, "NUL"},
+		{rel, "not an absolute path"},
+		{"..", "not an absolute path"},
+		{"../../" + filepath.Base(v.dir), "not an absolute path"},
+		{"target", "not an absolute path"},
+		{pods + "/" + strings.Repeat("t", 256), ""},
+		{pods + strings.Repeat("/d", 2100), ""},
+	}
+	rpcs := []struct {
+		name   string
+		lookup bool // the path is only compared with the recorded ones: NotFound
+		remove bool // an over-long path is OK: nothing is there to remove
+		call   func(p string) error
+	}{
+		{"NodeStageVolume", false, false, func(p string) error {
+			return call(d.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: vol, StagingTargetPath: p, VolumeCapability: snw}))
+		}},
+		{"NodeUnstageVolume", false, true, func(p string) error {
+			return call(d.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: vol, StagingTargetPath: p}))
+		}},
+		{"NodePublishVolume", false, false, func(p string) error {
+			return call(d.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: vol, TargetPath: p, StagingTargetPath: staging, VolumeCapability: snw}))
+		}},
+		{"NodePublishVolume/staging", false, false, func(p string) error {
+			return call(d.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: vol, TargetPath: filepath.Join(pods, "t2"), StagingTargetPath: p, VolumeCapability: snw}))
+		}},
+		{"NodePublishVolume/ephemeral", false, false, func(p string) error {
+			return call(d.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "csi-eph", TargetPath: p, VolumeCapability: snw, VolumeContext: map[string]string{ContextEphemeral: "true"}}))
+		}},
+		{"NodeUnpublishVolume", false, true, func(p string) error {
+			return call(d.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: vol, TargetPath: p}))
+		}},
+		{"NodeGetVolumeStats", true, false, func(p string) error {
+			return call(d.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: vol, VolumePath: p}))
+		}},
+		{"NodeExpandVolume", true, false, func(p string) error {
+			return call(d.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: vol, VolumePath: p, CapacityRange: &csi.CapacityRange{RequiredBytes: gib}}))
+		}},
+	}
+	for _, h := range paths {
+		for _, rpc := range rpcs {
+			err := rpc.call(h.path)
+			switch {
+			case rpc.lookup:
+				if status.Code(err) != codes.NotFound {
+					t.Errorf("%s(%.60q): %.200v, want NotFound", rpc.name, h.path, err)
+				}
+			case h.reason == "" && rpc.remove:
+				if err != nil {
+					t.Errorf("%s(%.60q): %.200v, want OK", rpc.name, h.path, err)
+				}
+			case err == nil:
+				t.Errorf("%s(%.60q) worked", rpc.name, h.path)
+			case h.reason != "" && (status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), h.reason)):
+				t.Errorf("%s(%.60q): %.200v, want InvalidArgument saying %q", rpc.name, h.path, err, h.reason)
+			}
+		}
+	}
+	v.intact(t)
+	if now := victimtest.Tree(t, pods); now != co {
+		t.Errorf("the CO's directory changed:\nbefore:\n%s\nafter:\n%s", co, now)
+	}
+}
+
+func mustGetwd(t testing.TB) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
+}
