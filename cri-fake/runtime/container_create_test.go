@@ -150,23 +150,16 @@ func TestCreateContainerLogPathStaysInLogDirectory(t *testing.T) {
 	} {
 		t.Run(tc.logPath, func(t *testing.T) {
 			s := newService(t)
-			cfg := podConfig("p")
-			cfg.LogDirectory = logDir
-			pod, err := s.RunPodSandbox(context.Background(), &runtimeapi.RunPodSandboxRequest{Config: cfg})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := containerConfig("c")
-			c.LogPath = tc.logPath
-			resp, err := s.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: pod.PodSandboxId, Config: c})
+			pod, resp, err := createWithLogPath(t, s, logDir, tc.logPath)
 			if tc.want == "" {
 				wantCode(t, err, codes.InvalidArgument)
 				if !strings.Contains(err.Error(), "outside the sandbox's log_directory") && !strings.Contains(err.Error(), "NUL") {
 					t.Fatalf("message does not say why: %v", err)
 				}
 				// The name was released: the same container with a good log_path works.
+				c := containerConfig("c")
 				c.LogPath = "c/0.log"
-				if _, err := s.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: pod.PodSandboxId, Config: c}); err != nil {
+				if _, err := s.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: c}); err != nil {
 					t.Fatalf("after a refused log_path: %v", err)
 				}
 			} else {

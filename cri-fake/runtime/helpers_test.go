@@ -108,3 +108,19 @@ func wantCode(t testing.TB, err error, want codes.Code) {
 		t.Fatalf("got code %v (%v), want %v", got, err, want)
 	}
 }
+
+// createWithLogPath runs pod "p" with the given log_directory and creates container "c" in it
+// with the given log_path, returning the pod's ID and CreateContainer's answer.
+func createWithLogPath(t testing.TB, s *Service, logDir, logPath string) (string, *runtimeapi.CreateContainerResponse, error) {
+	t.Helper()
+	cfg := podConfig("p")
+	cfg.LogDirectory = logDir
+	pod, err := s.RunPodSandbox(context.Background(), &runtimeapi.RunPodSandboxRequest{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := containerConfig("c")
+	c.LogPath = logPath
+	resp, err := s.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: pod.PodSandboxId, Config: c})
+	return pod.PodSandboxId, resp, err
+}

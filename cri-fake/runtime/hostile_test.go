@@ -150,15 +150,7 @@ func TestOverlongLogPathsStayInLogDirectory(t *testing.T) {
 		strings.Repeat("d/", 2100) + "0.log",
 	} {
 		s := newService(t)
-		cfg := podConfig("p")
-		cfg.LogDirectory = logDir
-		pod, err := s.RunPodSandbox(context.Background(), &runtimeapi.RunPodSandboxRequest{Config: cfg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := containerConfig("c")
-		c.LogPath = lp
-		resp, err := s.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: pod.PodSandboxId, Config: c})
+		_, resp, err := createWithLogPath(t, s, logDir, lp)
 		if err != nil {
 			t.Fatalf("%.20q: %v", lp, err)
 		}
