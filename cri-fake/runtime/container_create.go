@@ -127,8 +127,9 @@ func (s *Service) taskSpec(sb *store.Sandbox, spec store.ContainerSpec, img imag
 // config's log_path, which the CRI defines as relative to it ("containerName/Instance#.log").
 // containerd joins the two with filepath.Join and checks neither
 // (internal/cri/server/container_create.go), so a log_path with enough ".." lands anywhere on
-// the host, and it creates and appends to that file as root. cri-fake refuses exactly the
-// log_paths that leave the directory that way, and one naming the directory itself. Otherwise it
+// the host, and it creates and appends to that file as root. cri-fake refuses the
+// log_paths that leave the directory that way, one naming the directory itself, and one the
+// kernel could not open (a name over NAME_MAX, a path over PATH_MAX). Otherwise it
 // gives containerd's answer, so an absolute log_path lands inside the directory as Join makes it.
 func containerLogPath(dir, logPath string) (string, error) {
 	if logPath == "" {
@@ -142,8 +143,24 @@ func containerLogPath(dir, logPath string) (string, error) {
 	if err != nil || !filepath.IsLocal(rel) || rel == "." {
 		return "", status.Errorf(codes.InvalidArgument, "log_path %q leads outside the sandbox's log_directory %q (to %q); it must name a file inside it", logPath, dir, p)
 	}
+	// The kernel would refuse these with ENAMETOOLONG only when the log is opened, after the
+	// container was created; say so at CreateContainer, where the client can act on it.
+	if len(p) >= maxPath {
+		return "", status.Errorf(codes.InvalidArgument, "log_path %.40q...: the log file's path is %d bytes, over PATH_MAX (%d)", logPath, len(p), maxPath)
+	}
+	for _, c := range strings.Split(rel, string(filepath.Separator)) {
+		if len(c) > maxName {
+			return "", status.Errorf(codes.InvalidArgument, "log_path %.40q...: the name %.20q... is %d bytes, over NAME_MAX (%d)", logPath, c, len(c), maxName)
+		}
+	}
 	return p, nil
 }
+
+// Linux's limits on a path and on one name in it (PATH_MAX counts the final NUL).
+const (
+	maxPath = 4096
+	maxName = 255
+)
 
 // validateSecurity rejects what containerd rejects before creating anything.
 func validateSecurity(cfg *runtimeapi.ContainerConfig) error {

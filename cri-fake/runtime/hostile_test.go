@@ -135,8 +135,8 @@ func TestHostileIDsNeverReachTheStateDir(t *testing.T) {
 }
 
 // TestOverlongLogPathsStayInLogDirectory: a log_path with a component over NAME_MAX or a whole
-// path over PATH_MAX is accepted at CreateContainer (containerd checks neither), the start makes
-// nothing, and ReopenContainerLog fails (Internal, with the kernel's ENAMETOOLONG behind it);
+// path over PATH_MAX is refused at CreateContainer with InvalidArgument (containerd checks
+// neither and fails only when the log is opened); one just under both limits is accepted;
 // nothing is created outside the log directory.
 func TestOverlongLogPathsStayInLogDirectory(t *testing.T) {
 	root := t.TempDir()
@@ -150,15 +150,19 @@ func TestOverlongLogPathsStayInLogDirectory(t *testing.T) {
 		strings.Repeat("d/", 2100) + "0.log",
 	} {
 		s := newService(t)
-		_, resp, err := createWithLogPath(t, s, logDir, lp)
-		if err != nil {
-			t.Fatalf("%.20q: %v", lp, err)
+		_, _, err := createWithLogPath(t, s, logDir, lp)
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "_MAX") {
+			t.Errorf("CreateContainer with a log_path of %d bytes: %v, want InvalidArgument naming the limit", len(lp), err)
 		}
-		startContainer(t, s, resp.ContainerId)
-		_, err = s.ReopenContainerLog(context.Background(), &runtimeapi.ReopenContainerLogRequest{ContainerId: resp.ContainerId})
-		if err == nil {
-			t.Errorf("ReopenContainerLog with a log_path of %d bytes worked", len(lp))
-		}
+	}
+	s := newService(t)
+	_, resp, err := createWithLogPath(t, s, logDir, "c/"+strings.Repeat("l", 251)+".log")
+	if err != nil {
+		t.Fatalf("a 255-byte log file name: %v", err)
+	}
+	startContainer(t, s, resp.ContainerId)
+	if _, err := s.ReopenContainerLog(context.Background(), &runtimeapi.ReopenContainerLogRequest{ContainerId: resp.ContainerId}); err != nil {
+		t.Errorf("ReopenContainerLog of a 255-byte log file name: %v", err)
 	}
 	if now := victimtest.Tree(t, filepath.Join(root, "victim")); now != before {
 		t.Fatalf("the victim changed:\n%s", now)

@@ -37,6 +37,7 @@ func (d *Driver) stagingOnly() error {
 // checkNodePath checks a staging_target_path or target_path, which csi-fake records and (a
 // target) creates, mounts on and removes: the spec says it MUST be an absolute path in the root
 // file system of the plugin; a relative one would resolve against csi-fake's working directory.
+// A name over NAME_MAX or a path over PATH_MAX could never be made, so it is refused too.
 // (volume_path of the stats and expand calls is only compared with the recorded paths; csi-sanity
 // sends "some/path" there and expects NotFound.)
 func checkNodePath(field, p string) error {
@@ -47,9 +48,23 @@ func checkNodePath(field, p string) error {
 		return status.Errorf(codes.InvalidArgument, "%s %q is not an absolute path (spec: it MUST be absolute in the plugin's root file system)", field, p)
 	case strings.IndexByte(p, 0) >= 0:
 		return status.Errorf(codes.InvalidArgument, "%s %q contains a NUL byte", field, p)
+	case len(p) >= maxPath:
+		return status.Errorf(codes.InvalidArgument, "%s %.40q... is %d bytes, over PATH_MAX (%d)", field, p, len(p), maxPath)
+	}
+	for _, c := range strings.Split(p, "/") {
+		if len(c) > maxName {
+			return status.Errorf(codes.InvalidArgument, "%s %.40q...: the name %.20q... is %d bytes, over NAME_MAX (%d)", field, p, c, len(c), maxName)
+		}
 	}
 	return nil
 }
+
+// Linux's limits on a path and on one name in it (PATH_MAX counts the final NUL): a longer
+// path is refused here with the reason, not by the kernel (ENAMETOOLONG) halfway through a mount.
+const (
+	maxPath = 4096
+	maxName = 255
+)
 
 // NodeGetCapabilities: staging, stats, expansion, SINGLE_NODE_MULTI_WRITER and health. In
 // ephemeral-only mode only what applies to inline volumes.
