@@ -11,10 +11,11 @@
 package runtime
 
 import (
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -175,7 +176,9 @@ func moduleVersion() string {
 // newID returns a 64-hex-digit ID like containerd's.
 func newID() string {
 	var b [32]byte
-	rand.Read(b[:])
+	for i := 0; i < len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], rand.Uint64())
+	}
 	return hex.EncodeToString(b[:])
 }
 

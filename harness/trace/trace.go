@@ -165,6 +165,12 @@ func (r *Recorder) Record(ev Event) {
 
 // recordCall stores a served gRPC call; it is Record for the interceptors' hot path.
 func (r *Recorder) recordCall(c call) {
+	// Sized before the lock is taken (the ring's length never changes): proto.Size walks the
+	// messages, their maps by reflection, and the other clients' calls need not wait for that.
+	var size int64
+	if len(r.ring) > 0 {
+		size = c.size()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seq++
@@ -179,7 +185,6 @@ func (r *Recorder) recordCall(c call) {
 	if len(r.ring) == 0 {
 		return
 	}
-	size := c.size()
 	if size > MaxPayload {
 		// Rendered and cut now, so the ring does not hold the whole message until somebody
 		// reads it (40 ExecSync answers of 15 MB each took cri-fake to 1.65 GB).
