@@ -12,6 +12,7 @@ import (
 	"github.com/plugsim/plugsim/cri-fake/images"
 	"github.com/plugsim/plugsim/cri-fake/store"
 	"github.com/plugsim/plugsim/cri-fake/task"
+	"github.com/plugsim/plugsim/internal/pathlimit"
 )
 
 // CreateContainer creates a CREATED container in a READY sandbox. The image must already be
@@ -145,22 +146,11 @@ func containerLogPath(dir, logPath string) (string, error) {
 	}
 	// The kernel would refuse these with ENAMETOOLONG only when the log is opened, after the
 	// container was created; say so at CreateContainer, where the client can act on it.
-	if len(p) >= maxPath {
-		return "", status.Errorf(codes.InvalidArgument, "log_path %.40q...: the log file's path is %d bytes, over PATH_MAX (%d)", logPath, len(p), maxPath)
-	}
-	for _, c := range strings.Split(rel, string(filepath.Separator)) {
-		if len(c) > maxName {
-			return "", status.Errorf(codes.InvalidArgument, "log_path %.40q...: the name %.20q... is %d bytes, over NAME_MAX (%d)", logPath, c, len(c), maxName)
-		}
+	if err := pathlimit.Check(p); err != nil {
+		return "", status.Errorf(codes.InvalidArgument, "log_path %.40q...: the log file's path: %v", logPath, err)
 	}
 	return p, nil
 }
-
-// Linux's limits on a path and on one name in it (PATH_MAX counts the final NUL).
-const (
-	maxPath = 4096
-	maxName = 255
-)
 
 // validateSecurity rejects what containerd rejects before creating anything.
 func validateSecurity(cfg *runtimeapi.ContainerConfig) error {

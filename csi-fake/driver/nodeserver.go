@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/plugsim/plugsim/csi-fake/state"
+	"github.com/plugsim/plugsim/internal/pathlimit"
 )
 
 func (d *Driver) nodeOnly() error {
@@ -48,23 +49,12 @@ func checkNodePath(field, p string) error {
 		return status.Errorf(codes.InvalidArgument, "%s %q is not an absolute path (spec: it MUST be absolute in the plugin's root file system)", field, p)
 	case strings.IndexByte(p, 0) >= 0:
 		return status.Errorf(codes.InvalidArgument, "%s %q contains a NUL byte", field, p)
-	case len(p) >= maxPath:
-		return status.Errorf(codes.InvalidArgument, "%s %.40q... is %d bytes, over PATH_MAX (%d)", field, p, len(p), maxPath)
 	}
-	for _, c := range strings.Split(p, "/") {
-		if len(c) > maxName {
-			return status.Errorf(codes.InvalidArgument, "%s %.40q...: the name %.20q... is %d bytes, over NAME_MAX (%d)", field, p, c, len(c), maxName)
-		}
+	if err := pathlimit.Check(p); err != nil {
+		return status.Errorf(codes.InvalidArgument, "%s %.40q...: %v", field, p, err)
 	}
 	return nil
 }
-
-// Linux's limits on a path and on one name in it (PATH_MAX counts the final NUL): a longer
-// path is refused here with the reason, not by the kernel (ENAMETOOLONG) halfway through a mount.
-const (
-	maxPath = 4096
-	maxName = 255
-)
 
 // NodeGetCapabilities: staging, stats, expansion, SINGLE_NODE_MULTI_WRITER and health. In
 // ephemeral-only mode only what applies to inline volumes.
