@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,16 +14,8 @@ import (
 	"time"
 
 	"github.com/plugsim/plugsim/cni-fake/ipam"
+	"github.com/plugsim/plugsim/internal/crashtest"
 )
-
-// crashCycles is how many kill -9 rounds a crash test makes: a few in `go test`, hundreds in
-// `make soak` (PLUGSIM_CRASH_CYCLES).
-func crashCycles(short int) int {
-	if n, err := strconv.Atoi(os.Getenv("PLUGSIM_CRASH_CYCLES")); err == nil && n > 0 {
-		return n
-	}
-	return short
-}
 
 // TestKill9MidADD execs eight concurrent ADDs a round and kills some of them with SIGKILL at a
 // random moment (before, while or after they hold the lease file's lock), as a runtime's timeout
@@ -34,7 +24,7 @@ func crashCycles(short int) int {
 // either no lease or one lease, which the DEL a runtime sends next removes; and the lock is free
 // (the next round's ADDs finish).
 func TestKill9MidADD(t *testing.T) {
-	cycles := crashCycles(5)
+	cycles := crashtest.Cycles(5)
 	dir := t.TempDir()
 	conf := testConf(dir, "1.1.0", map[string]any{"logFile": nil, "ipam": map[string]any{"type": "cni-fake",
 		"ranges": [][]map[string]string{{{"subnet": "10.78.0.0/22"}}}}})

@@ -29,14 +29,8 @@ import (
 // it would send RemovePodSandbox again): either state of that pod is right.
 // Rounds: 3 in `go test`, PLUGSIM_CRASH_CYCLES in `make soak`.
 func TestKill9UnderLoad(t *testing.T) {
-	cycles := 3
-	if n, err := strconv.Atoi(os.Getenv("PLUGSIM_CRASH_CYCLES")); err == nil && n > 0 {
-		cycles = n
-	}
-	bin := filepath.Join(t.TempDir(), "cri-fake")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	cycles := crashtest.Cycles(3)
+	bin := crashtest.Build(t, "cri-fake")
 	dir := t.TempDir()
 	state, root, sock := filepath.Join(dir, "state"), filepath.Join(dir, "root"), filepath.Join(dir, "cri.sock")
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 17))

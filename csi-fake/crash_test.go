@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,14 +25,8 @@ import (
 // the kill is there with the ID it was answered, a volume deleted with an OK answer is gone, and
 // no name is held by two volumes. Rounds: 3 in `go test`, PLUGSIM_CRASH_CYCLES in `make soak`.
 func TestKill9UnderLoad(t *testing.T) {
-	cycles := 3
-	if n, err := strconv.Atoi(os.Getenv("PLUGSIM_CRASH_CYCLES")); err == nil && n > 0 {
-		cycles = n
-	}
-	bin := filepath.Join(t.TempDir(), "csi-fake")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	cycles := crashtest.Cycles(3)
+	bin := crashtest.Build(t, "csi-fake")
 	dir := t.TempDir()
 	state, sock := filepath.Join(dir, "state"), filepath.Join(dir, "csi.sock")
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))

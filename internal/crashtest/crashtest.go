@@ -1,16 +1,42 @@
 // Package crashtest holds what the crash tests share: a writer that panics, the defect cri-fake's
 // tests inject where a simulated process writes its output; a log that collects what the
 // simulation reports through its Logf (a recovered panic is logged there, so a test that expects
-// none fails on any entry); and the kill -9 of a fake's process while clients call it.
+// none fails on any entry); and the kill -9 of a fake's own binary, built for the test, while
+// clients call it, for as many rounds as the run asks.
 package crashtest
 
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
+
+// Cycles is how many kill -9 rounds a crash test makes: short in `go test`, hundreds in
+// `make soak`, which sets PLUGSIM_CRASH_CYCLES.
+func Cycles(short int) int {
+	if n, err := strconv.Atoi(os.Getenv("PLUGSIM_CRASH_CYCLES")); err == nil && n > 0 {
+		return n
+	}
+	return short
+}
+
+// Build builds the main package of the test's directory as name in a temporary directory and
+// returns its path: the process a crash test kills is the fake's own binary.
+func Build(t testing.TB, name string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", name, err, out)
+	}
+	return bin
+}
 
 // PanicWriter stands for a defect of the simulation met while a process writes its output.
 type PanicWriter struct{}
