@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/libbb"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
@@ -15,9 +16,9 @@ import (
 // taken as they are. The kernel decides (kernel.Proc.Chown): without
 // CAP_CHOWN, "chown: /x: Operation not permitted".
 func appletChown(p *kernel.Proc) int {
-	opts, args, err := flags(p.Args[1:], "")
+	opts, args, err := libbb.Flags(p.Args[1:], "")
 	if err != nil {
-		return usage(p, err)
+		return libbb.Usage(p, err)
 	}
 	if len(args) < 2 {
 		p.Errorf("usage: %s [-Rhf] %s FILE...", p.Name(), map[bool]string{true: "GROUP", false: "USER[:GROUP]"}[p.Name() == "chgrp"])
@@ -93,9 +94,9 @@ func lookupID(p *kernel.Proc, file, name string) int {
 // permitted". The node exists and is listed; opening it is not simulated
 // (vfs.MknodAs).
 func appletMknod(p *kernel.Proc) int {
-	opts, args, err := flags(p.Args[1:], "m")
+	opts, args, err := libbb.Flags(p.Args[1:], "m")
 	if err != nil {
-		return usage(p, err)
+		return libbb.Usage(p, err)
 	}
 	// 0666 less the umask (0022; the simulation's umask is fixed), or -m exactly, as busybox does.
 	perm, ok := modeOption(p, opts, 0o644)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/libbb"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
@@ -54,7 +55,7 @@ func ipcmkSize(s string) (uint64, bool) {
 // queue, -S N a set of N semaphores (any together), -p MODE their permissions (octal,
 // default 0644); it prints each id ("Shared memory id: 0").
 func appletIpcmk(p *kernel.Proc) int {
-	opts, args, err := flags(p.Args[1:], "MSp")
+	opts, args, err := libbb.Flags(p.Args[1:], "MSp")
 	if err != nil || len(args) > 0 {
 		fmt.Fprintf(p.Stderr, "%s: bad usage\nTry '%s --help' for more information.\n", p.Name(), p.Name())
 		return 1
@@ -112,9 +113,9 @@ func appletIpcmk(p *kernel.Proc) int {
 // appletIpcs is busybox's ipcs in its default format: -q message queues, -m shared memory,
 // -s semaphores, -a (or none) all three, in that order.
 func appletIpcs(p *kernel.Proc) int {
-	opts, args, err := flags(p.Args[1:], "i")
+	opts, args, err := libbb.Flags(p.Args[1:], "i")
 	if err != nil {
-		return usage(p, err)
+		return libbb.Usage(p, err)
 	}
 	if len(args) > 0 {
 		p.Errorf("invalid argument '%s'", args[0])

@@ -14,47 +14,9 @@ import (
 	"syscall"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/libbb"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
-
-// flags splits leading single-letter options ("-la", "-n 5") from operands.
-// withValue lists the options that take a value. "--" ends options.
-func flags(args []string, withValue string) (map[byte]string, []string, error) {
-	set := map[byte]string{}
-	i := 0
-	for ; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			i++
-			break
-		}
-		if len(a) < 2 || a[0] != '-' {
-			break
-		}
-		for j := 1; j < len(a); j++ {
-			c := a[j]
-			if strings.IndexByte(withValue, c) >= 0 {
-				v := a[j+1:]
-				if v == "" {
-					if i+1 >= len(args) {
-						return nil, nil, fmt.Errorf("option requires an argument -- '%c'", c)
-					}
-					i++
-					v = args[i]
-				}
-				set[c] = v
-				break
-			}
-			set[c] = "1"
-		}
-	}
-	return set, args[i:], nil
-}
-
-func usage(p *kernel.Proc, err error) int {
-	p.Errorf("%v", err)
-	return 1
-}
 
 func open(p *kernel.Proc, name string) (io.ReadCloser, error) {
 	if name == "-" || name == "/dev/stdin" {
@@ -64,13 +26,13 @@ func open(p *kernel.Proc, name string) (io.ReadCloser, error) {
 }
 
 func appletCat(p *kernel.Proc) int {
-	_, files, err := flags(p.Args[1:], "")
+	_, files, err := libbb.Flags(p.Args[1:], "")
 	if err != nil {
-		return usage(p, err)
+		return libbb.Usage(p, err)
 	}
 	broken, failed := false, false
 	st := eachInput(p, files, func(_ int, _ string, r io.Reader) bool {
-		_, err := copyCtx(p, p.Stdout, r)
+		_, err := libbb.Copy(p, p.Stdout, r)
 		var errno syscall.Errno
 		if errors.Is(err, syscall.EPIPE) {
 			broken = true
@@ -116,30 +78,6 @@ func eachInput(p *kernel.Proc, files []string, fn func(i int, name string, r io.
 		}
 	}
 	return st
-}
-
-// copyCtx copies until EOF, a write error or the end of the process.
-func copyCtx(p *kernel.Proc, w io.Writer, r io.Reader) (int64, error) {
-	buf := make([]byte, 32*1024)
-	var n int64
-	for {
-		if p.Ctx().Err() != nil {
-			return n, p.Ctx().Err()
-		}
-		k, err := r.Read(buf)
-		if k > 0 {
-			if _, werr := w.Write(buf[:k]); werr != nil {
-				return n, werr
-			}
-			n += int64(k)
-		}
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
-	}
 }
 
 func userName(p *kernel.Proc, uid int) string {
@@ -232,9 +170,9 @@ func lsMode(m fs.FileMode) string {
 }
 
 func appletLs(p *kernel.Proc) int {
-	opts, names, err := flags(p.Args[1:], "")
+	opts, names, err := libbb.Flags(p.Args[1:], "")
 	if err != nil {
-		return usage(p, err)
+		return libbb.Usage(p, err)
 	}
 	if len(names) == 0 {
 		names = []string{"."}
@@ -348,9 +286,9 @@ func modeOption(p *kernel.Proc, opts map[byte]string, def fs.FileMode) (fs.FileM
 }
 
 func appletMkdir(p *kernel.Proc) int {
-	opts, names, err := flags(p.Args[1:], "m")
+	opts, names, err := libbb.Flags(p.Args[1:], "m")
 	if err != nil {
-		return usage(p, err)
+		return libbb.Usage(p, err)
 	}
 	perm, ok := modeOption(p, opts, 0o755)
 	if !ok {
@@ -373,9 +311,9 @@ func appletMkdir(p *kernel.Proc) int {
 }
 
 func appletTouch(p *kernel.Proc) int {
-	opts, names, err := flags(p.Args[1:], "dtr")
+	opts, names, err := libbb.Flags(p.Args[1:], "dtr")
 	if err != nil {
-		return usage(p, err)
+		return libbb.Usage(p, err)
 	}
 	st := 0
 	for _, n := range names {
@@ -394,9 +332,9 @@ func appletTouch(p *kernel.Proc) int {
 }
 
 func appletRm(p *kernel.Proc) int {
-	opts, names, err := flags(p.Args[1:], "")
+	opts, names, err := libbb.Flags(p.Args[1:], "")
 	if err != nil {
-		return usage(p, err)
+		return libbb.Usage(p, err)
 	}
 	force, rec := opts['f'] != "", opts['r'] != "" || opts['R'] != ""
 	st := 0
@@ -423,7 +361,7 @@ func appletRm(p *kernel.Proc) int {
 }
 
 func appletRmdir(p *kernel.Proc) int {
-	_, names, _ := flags(p.Args[1:], "")
+	_, names, _ := libbb.Flags(p.Args[1:], "")
 	st := 0
 	for _, n := range names {
 		info, err := p.FS().Lstat(p.Abs(n))
@@ -475,7 +413,7 @@ func copyTree(p *kernel.Proc, src, dst string, rec bool) error {
 	if err != nil {
 		return fmt.Errorf("can't create '%s': %s", dst, vfs.Strerror(err))
 	}
-	_, err = copyCtx(p, out, in)
+	_, err = libbb.Copy(p, out, in)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
@@ -494,9 +432,9 @@ func destFor(p *kernel.Proc, src, dst string) string {
 }
 
 func appletCp(p *kernel.Proc) int {
-	opts, args, err := flags(p.Args[1:], "")
+	opts, args, err := libbb.Flags(p.Args[1:], "")
 	if err != nil {
-		return usage(p, err)
+		return libbb.Usage(p, err)
 	}
 	if len(args) < 2 {
 		p.Errorf("missing file operand")
@@ -515,9 +453,9 @@ func appletCp(p *kernel.Proc) int {
 }
 
 func appletMv(p *kernel.Proc) int {
-	_, args, err := flags(p.Args[1:], "")
+	_, args, err := libbb.Flags(p.Args[1:], "")
 	if err != nil {
-		return usage(p, err)
+		return libbb.Usage(p, err)
 	}
 	if len(args) < 2 {
 		p.Errorf("missing file operand")
@@ -546,9 +484,9 @@ func appletMv(p *kernel.Proc) int {
 }
 
 func appletLn(p *kernel.Proc) int {
-	opts, args, err := flags(p.Args[1:], "")
+	opts, args, err := libbb.Flags(p.Args[1:], "")
 	if err != nil {
-		return usage(p, err)
+		return libbb.Usage(p, err)
 	}
 	if len(args) < 2 {
 		p.Errorf("missing operand")
@@ -574,9 +512,9 @@ func appletLn(p *kernel.Proc) int {
 }
 
 func appletStat(p *kernel.Proc) int {
-	opts, names, err := flags(p.Args[1:], "c")
+	opts, names, err := libbb.Flags(p.Args[1:], "c")
 	if err != nil {
-		return usage(p, err)
+		return libbb.Usage(p, err)
 	}
 	st := 0
 	for _, n := range names {
@@ -604,7 +542,7 @@ func appletStat(p *kernel.Proc) int {
 }
 
 func appletChmod(p *kernel.Proc) int {
-	_, args, _ := flags(p.Args[1:], "")
+	_, args, _ := libbb.Flags(p.Args[1:], "")
 	if len(args) < 2 {
 		p.Errorf("missing operand")
 		return 1
@@ -653,7 +591,7 @@ func appletChmod(p *kernel.Proc) int {
 }
 
 func appletReadlink(p *kernel.Proc) int {
-	opts, args, _ := flags(p.Args[1:], "")
+	opts, args, _ := libbb.Flags(p.Args[1:], "")
 	if len(args) == 0 {
 		return 1
 	}
@@ -669,7 +607,7 @@ func appletReadlink(p *kernel.Proc) int {
 }
 
 func appletRealpath(p *kernel.Proc) int {
-	_, args, _ := flags(p.Args[1:], "")
+	_, args, _ := libbb.Flags(p.Args[1:], "")
 	st := 0
 	for _, a := range args {
 		real, err := p.FS().Realpath(p.Abs(a))
@@ -684,7 +622,7 @@ func appletRealpath(p *kernel.Proc) int {
 }
 
 func appletMd5sum(p *kernel.Proc) int {
-	_, files, _ := flags(p.Args[1:], "")
+	_, files, _ := libbb.Flags(p.Args[1:], "")
 	return eachInput(p, files, func(_ int, f string, r io.Reader) bool {
 		h := md5.New()
 		io.Copy(h, r)

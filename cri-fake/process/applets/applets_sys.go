@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/libbb"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
@@ -83,7 +84,7 @@ func wait(p *kernel.Proc, d time.Duration) int {
 }
 
 func appletHostname(p *kernel.Proc) int {
-	opts, args, _ := flags(p.Args[1:], "F")
+	opts, args, _ := libbb.Flags(p.Args[1:], "F")
 	h := p.Hostname()
 	if len(args) > 0 {
 		if err := p.SetHostname(args[0]); err != nil {
@@ -133,9 +134,9 @@ func groups(p *kernel.Proc) []int {
 
 // appletID prints uid, gid and groups like busybox id (-u -g -G -n -r).
 func appletID(p *kernel.Proc) int {
-	opts, args, err := flags(p.Args[1:], "")
+	opts, args, err := libbb.Flags(p.Args[1:], "")
 	if err != nil {
-		return usage(p, err)
+		return libbb.Usage(p, err)
 	}
 	if len(args) > 0 {
 		p.Errorf("%s: no such user", args[0])
@@ -369,7 +370,7 @@ func appletDate(p *kernel.Proc) int {
 }
 
 func appletPgrep(p *kernel.Proc) int {
-	opts, args, err := flags(p.Args[1:], "u")
+	opts, args, err := libbb.Flags(p.Args[1:], "u")
 	if err != nil {
 		p.Errorf("%v", err)
 		return 2
@@ -422,7 +423,7 @@ func appletPgrep(p *kernel.Proc) int {
 }
 
 func appletPidof(p *kernel.Proc) int {
-	opts, args, _ := flags(p.Args[1:], "o")
+	opts, args, _ := libbb.Flags(p.Args[1:], "o")
 	var pids []string
 	for _, pi := range p.Processes() {
 		if pi.PID == p.Pid() {
@@ -505,7 +506,7 @@ func appletKill(p *kernel.Proc) int {
 }
 
 func appletSysctl(p *kernel.Proc) int {
-	opts, args, _ := flags(p.Args[1:], "")
+	opts, args, _ := libbb.Flags(p.Args[1:], "")
 	if opts['a'] != "" || opts['A'] != "" {
 		sysctls := p.FS().Sysctls()
 		keys := make([]string, 0, len(sysctls))
@@ -571,7 +572,7 @@ func appletPs(p *kernel.Proc) int {
 // appletTop prints a process table every few seconds until it is stopped
 // (critest's default container command is `sh -c top`).
 func appletTop(p *kernel.Proc) int {
-	opts, _, _ := flags(p.Args[1:], "dn")
+	opts, _, _ := libbb.Flags(p.Args[1:], "dn")
 	delay := 5 * time.Second
 	if d, ok := opts['d']; ok {
 		if v, ok := parseSleep(d); ok && v > 0 {
@@ -596,7 +597,7 @@ func appletTop(p *kernel.Proc) int {
 }
 
 func appletUname(p *kernel.Proc) int {
-	opts, _, _ := flags(p.Args[1:], "")
+	opts, _, _ := libbb.Flags(p.Args[1:], "")
 	var uts syscall.Utsname
 	release, machine := "6.1.0", "x86_64"
 	if syscall.Uname(&uts) == nil {
@@ -660,38 +661,6 @@ func appletBusybox(p *kernel.Proc) int {
 	fmt.Fprintln(p.Stdout, "Currently defined functions:")
 	fmt.Fprintln(p.Stdout, "\t"+strings.Join(p.BusyboxApplets(), ", "))
 	return 0
-}
-
-// appletPause is the sandbox's pause process: it sleeps until a signal;
-// INT and TERM end it with 0 like pause.c's handler does.
-func appletPause(p *kernel.Proc) int {
-	done := make(chan int, 1)
-	p.SetSignalHandler(func(sig syscall.Signal) bool {
-		if sig == syscall.SIGINT || sig == syscall.SIGTERM {
-			fmt.Fprintf(p.Stderr, "Shutting down, got signal: %s\n", sigDescription(sig))
-			select {
-			case done <- 0:
-			default:
-			}
-			return true
-		}
-		return false
-	})
-	select {
-	case code := <-done:
-		return code
-	case <-p.Ctx().Done():
-		code, _ := kernel.ExitCause(p.Ctx())
-		return code
-	}
-}
-
-func sigDescription(sig syscall.Signal) string {
-	s := sig.String()
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // appletProgram stands for an image's own program that the simulation does

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/libbb"
 	"github.com/plugsim/plugsim/cri-fake/process/shell"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
@@ -252,7 +253,7 @@ func breToGo(s string) string {
 }
 
 func appletGrep(p *kernel.Proc) int {
-	opts, args, err := flags(p.Args[1:], "em")
+	opts, args, err := libbb.Flags(p.Args[1:], "em")
 	if err != nil {
 		p.Errorf("%v", err)
 		return 2
@@ -381,7 +382,7 @@ func appletGrep(p *kernel.Proc) int {
 }
 
 func appletWc(p *kernel.Proc) int {
-	opts, files, _ := flags(p.Args[1:], "")
+	opts, files, _ := libbb.Flags(p.Args[1:], "")
 	show := []byte{}
 	for _, c := range []byte("lwc") {
 		if opts[c] != "" {
@@ -464,9 +465,9 @@ func countArg(args []string) []string {
 }
 
 func appletHead(p *kernel.Proc) int {
-	opts, files, err := flags(countArg(p.Args[1:]), "nc")
+	opts, files, err := libbb.Flags(countArg(p.Args[1:]), "nc")
 	if err != nil {
-		return usage(p, err)
+		return libbb.Usage(p, err)
 	}
 	n := 10
 	if v, ok := opts['n']; ok {
@@ -503,9 +504,9 @@ func appletHead(p *kernel.Proc) int {
 }
 
 func appletTail(p *kernel.Proc) int {
-	opts, files, err := flags(countArg(p.Args[1:]), "nc")
+	opts, files, err := libbb.Flags(countArg(p.Args[1:]), "nc")
 	if err != nil {
-		return usage(p, err)
+		return libbb.Usage(p, err)
 	}
 	n := 10
 	fromStart := false
@@ -563,7 +564,7 @@ func appletTail(p *kernel.Proc) int {
 }
 
 func appletTr(p *kernel.Proc) int {
-	opts, args, _ := flags(p.Args[1:], "")
+	opts, args, _ := libbb.Flags(p.Args[1:], "")
 	expand := func(s string) []rune {
 		s, _ = unescapeEcho(s)
 		switch s {
@@ -807,9 +808,9 @@ func trBytes(p *kernel.Proc, index map[rune]int, to []rune, del bool) int {
 }
 
 func appletCut(p *kernel.Proc) int {
-	opts, files, err := flags(p.Args[1:], "bcfdO")
+	opts, files, err := libbb.Flags(p.Args[1:], "bcfdO")
 	if err != nil {
-		return usage(p, err)
+		return libbb.Usage(p, err)
 	}
 	kinds := 0
 	var list string
@@ -1248,7 +1249,7 @@ func (t *testEval) unary(flag byte, operand string) (v, ok bool) {
 }
 
 func appletTee(p *kernel.Proc) int {
-	opts, files, _ := flags(p.Args[1:], "")
+	opts, files, _ := libbb.Flags(p.Args[1:], "")
 	ws := []io.Writer{p.Stdout}
 	st := 0
 	for _, f := range files {
@@ -1261,7 +1262,7 @@ func appletTee(p *kernel.Proc) int {
 		defer w.Close()
 		ws = append(ws, w)
 	}
-	copyCtx(p, io.MultiWriter(ws...), p.Stdin)
+	libbb.Copy(p, io.MultiWriter(ws...), p.Stdin)
 	return st
 }
 
@@ -1282,7 +1283,7 @@ func readAll(p *kernel.Proc, files []string) ([]byte, int) {
 }
 
 func appletSort(p *kernel.Proc) int {
-	opts, files, _ := flags(p.Args[1:], "tk")
+	opts, files, _ := libbb.Flags(p.Args[1:], "tk")
 	data, st := readAll(p, files)
 	if data == nil && st != 0 {
 		return st

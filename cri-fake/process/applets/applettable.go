@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/libbb"
+	"github.com/plugsim/plugsim/cri-fake/process/netapplets"
 	"github.com/plugsim/plugsim/cri-fake/process/shell"
 )
 
@@ -73,28 +75,28 @@ func Rows() []kernel.Applet {
 		{Name: "readlink", Run: appletReadlink, Busybox: true},
 		{Name: "realpath", Run: appletRealpath, Busybox: true},
 		{Name: "md5sum", Run: appletMd5sum, Busybox: true},
-		{Name: "netstat", Run: appletNetstat, Busybox: true},
+		{Name: "netstat", Run: netapplets.Netstat, Busybox: true},
 		{Name: "mount", Run: appletMount, Busybox: true},
 		{Name: "umount", Run: appletUmount, Busybox: true},
-		{Name: "wget", Run: appletWget, Busybox: true},
+		{Name: "wget", Run: netapplets.Wget, Busybox: true},
 		{Name: "chown", Run: appletChown, Busybox: true},
 		{Name: "chgrp", Run: appletChown, Busybox: true},
 		{Name: "mknod", Run: appletMknod, Busybox: true},
-		{Name: "ping", Run: appletPing, Busybox: true},
-		{Name: "ip", Run: appletIP, Busybox: true},
-		{Name: "brctl", Run: appletBrctl, Busybox: true},
+		{Name: "ping", Run: netapplets.Ping, Busybox: true},
+		{Name: "ip", Run: netapplets.IP, Busybox: true},
+		{Name: "brctl", Run: netapplets.Brctl, Busybox: true},
 		{Name: "nnp", Run: appletNnp},
 		{Name: "dd", Run: appletDd, Busybox: true},
 		{Name: "ipcs", Run: appletIpcs, Busybox: true},
 		{Name: "ipcmk", Run: appletIpcmk}, // util-linux's: not in busybox
 		{Name: "bash", Run: shell.Sh},
 		{Name: "busybox", Run: appletBusybox},
-		{Name: "pause", Run: appletPause},
+		{Name: "pause", Run: libbb.Pause},
 		{Name: "program", Run: appletProgram},
-		{Name: "nginx", Run: appletNginx},
-		{Name: "httpd", Run: appletHttpd},
-		{Name: "httpd-foreground", Run: appletHttpd},
-		{Name: "agnhost", Run: appletAgnhost},
+		{Name: "nginx", Run: netapplets.Nginx},
+		{Name: "httpd", Run: netapplets.Httpd},
+		{Name: "httpd-foreground", Run: netapplets.Httpd},
+		{Name: "agnhost", Run: netapplets.Agnhost},
 	}
 }
 

@@ -1,4 +1,4 @@
-package applets
+package netapplets
 
 import (
 	"encoding/hex"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/libbb"
 )
 
 // procNetAddr decodes "0100007F:1F90" (and the 32-hex-digit IPv6 form).
@@ -34,13 +35,13 @@ func procNetAddr(s string) string {
 
 var tcpStates = map[string]string{"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1", "05": "FIN_WAIT2", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT", "09": "LAST_ACK", "0A": "LISTEN", "0B": "CLOSING"}
 
-// appletNetstat lists sockets of the container's network namespace from the
+// Netstat lists sockets of the container's network namespace from the
 // real /proc/net tables (-l listening only, -t tcp, -u udp; -n is implied).
 // With a runtime-provided Listen function there is no kernel namespace to
 // read, so only the simulated servers' ports would be known; that case
 // prints the header only.
-func appletNetstat(p *kernel.Proc) int {
-	opts, _, _ := flags(p.Args[1:], "")
+func Netstat(p *kernel.Proc) int {
+	opts, _, _ := libbb.Flags(p.Args[1:], "")
 	listening := opts['l'] != ""
 	tcp, udp := opts['t'] != "", opts['u'] != ""
 	if !tcp && !udp {

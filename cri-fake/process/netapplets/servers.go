@@ -1,4 +1,4 @@
-package applets
+package netapplets
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/libbb"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
@@ -188,10 +189,10 @@ func configPorts(p *kernel.Proc, files []string, def int) []int {
 
 var rootRe = regexp.MustCompile(`(?m)^\s*root\s+([^;\s]+)`)
 
-// appletNginx serves the static site of an nginx image on the ports of its
+// Nginx serves the static site of an nginx image on the ports of its
 // config (default 80), writes /var/run/nginx.pid and logs requests in the
 // combined format on stdout.
-func appletNginx(p *kernel.Proc) int {
+func Nginx(p *kernel.Proc) int {
 	for _, a := range p.Args[1:] {
 		if a == "-v" || a == "-V" {
 			fmt.Fprintf(p.Stderr, "nginx version: nginx/%s\n", nginxVersion(p))
@@ -259,8 +260,8 @@ func errnoOf(err error) int {
 	return 0
 }
 
-// appletHttpd serves the htdocs of an httpd image on its Listen ports (default 80).
-func appletHttpd(p *kernel.Proc) int {
+// Httpd serves the htdocs of an httpd image on its Listen ports (default 80).
+func Httpd(p *kernel.Proc) int {
 	conf := "/usr/local/apache2/conf/httpd.conf"
 	fmt.Fprintf(p.Stderr, "AH00558: httpd: Could not reliably determine the server's fully qualified domain name, using %s. Set the 'ServerName' directive globally to suppress this message\n", p.Hostname())
 	s := &server{
@@ -297,9 +298,9 @@ func longFlag(args []string, name, def string) string {
 	return def
 }
 
-// appletAgnhost implements the agnhost subcommands used as generic test
+// Agnhost implements the agnhost subcommands used as generic test
 // servers: netexec, serve-hostname and pause.
-func appletAgnhost(p *kernel.Proc) int {
+func Agnhost(p *kernel.Proc) int {
 	if len(p.Args) < 2 {
 		fmt.Fprintln(p.Stderr, "Usage: agnhost [command]\n\nAvailable Commands (simulated): netexec, serve-hostname, pause")
 		return 1
@@ -307,7 +308,7 @@ func appletAgnhost(p *kernel.Proc) int {
 	sub, args := p.Args[1], p.Args[2:]
 	switch sub {
 	case "pause":
-		return appletPause(p)
+		return libbb.Pause(p)
 	case "serve-hostname":
 		port, _ := strconv.Atoi(longFlag(args, "port", "9376"))
 		s := &server{p: p, ports: []int{port},

@@ -1,4 +1,4 @@
-package applets
+package netapplets
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package applets
+package netapplets
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/libbb"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
@@ -125,13 +126,13 @@ func parseWgetArgs(args []string) (wgetOpts, error) {
 	return o, nil
 }
 
-// appletWget is busybox wget for http:// URLs, the client the Kubernetes docs and e2e tests run
+// Wget is busybox wget for http:// URLs, the client the Kubernetes docs and e2e tests run
 // in a busybox pod to reach another pod or a Service (`wget -qO- http://10.244.1.5:8080/`). It
 // connects from the container's network namespace (Spec.NetNS; the node's for a host-network
 // pod), so it reaches what that namespace routes to and nothing else. Hosts are IP literals or
 // localhost: the simulation has no resolver, and the host's would ask DNS servers outside the
 // machine. With Spec.Listen (no kernel namespace) there is no network to connect from.
-func appletWget(p *kernel.Proc) int {
+func Wget(p *kernel.Proc) int {
 	o, err := parseWgetArgs(p.Args[1:])
 	if err != nil {
 		p.Errorf("%v", err)
@@ -261,7 +262,7 @@ func wgetOne(p *kernel.Proc, o wgetOpts, raw string) bool {
 		fmt.Fprintln(p.Stderr, "writing to stdout")
 	}
 	// Streamed: nothing of the body is held, whatever its size.
-	if _, err := copyCtx(p, w, resp.Body); err != nil {
+	if _, err := libbb.Copy(p, w, resp.Body); err != nil {
 		if ctx.Err() != nil {
 			p.Errorf("download timed out")
 		} else {
@@ -280,7 +281,7 @@ func wgetOne(p *kernel.Proc, o wgetOpts, raw string) bool {
 }
 
 // wgetDial connects from the container's network namespace. Only IP literals and localhost
-// resolve (see appletWget).
+// resolve (see Wget).
 func wgetDial(p *kernel.Proc, ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {

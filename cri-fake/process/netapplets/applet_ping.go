@@ -1,4 +1,4 @@
-package applets
+package netapplets
 
 import (
 	"context"
@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/libbb"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
-// appletPing is busybox ping: echo requests over a raw ICMP socket
+// Ping is busybox ping: echo requests over a raw ICMP socket
 // (kernel.Proc.OpenICMP), so without CAP_NET_RAW it prints its banner and
 // then "ping: permission denied (are you root?)", exit 1, as busybox does
 // (it has no unprivileged SOCK_DGRAM fallback, whatever
@@ -22,10 +23,10 @@ import (
 // is an IP literal or localhost (no resolver, as with wget). It ends after
 // COUNT replies or timeouts, at the deadline, or on SIGINT, then prints the
 // statistics; exit 0 when a reply came, 1 otherwise.
-func appletPing(p *kernel.Proc) int {
-	opts, args, err := flags(p.Args[1:], "cswWiItp")
+func Ping(p *kernel.Proc) int {
+	opts, args, err := libbb.Flags(p.Args[1:], "cswWiItp")
 	if err != nil {
-		return usage(p, err)
+		return libbb.Usage(p, err)
 	}
 	if len(args) != 1 {
 		p.Errorf("usage: ping [-c COUNT] [-s SIZE] [-W SECS] [-w SECS] [-i SECS] [-q] HOST")

@@ -1,4 +1,4 @@
-package applets
+package netapplets
 
 import (
 	"fmt"
@@ -8,11 +8,11 @@ import (
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
-// appletBrctl is busybox brctl's bridge subcommands: addbr, delbr, show. The
+// Brctl is busybox brctl's bridge subcommands: addbr, delbr, show. The
 // bridges are the simulation's network devices (kernel.Proc.LinkAdd), so
 // addbr and delbr need CAP_NET_ADMIN and fail as brctl's ioctl does without
 // it: "brctl: bridge foobar: Operation not permitted".
-func appletBrctl(p *kernel.Proc) int {
+func Brctl(p *kernel.Proc) int {
 	args := p.Args[1:]
 	if len(args) == 0 {
 		p.Errorf("usage: brctl COMMAND [BRIDGE [INTERFACE]]")
@@ -48,11 +48,11 @@ func appletBrctl(p *kernel.Proc) int {
 	return 1
 }
 
-// appletIP is busybox ip's `link` object: `ip link [show]`, `ip link add
+// IP is busybox ip's `link` object: `ip link [show]`, `ip link add
 // [name] NAME type KIND`, `ip link del[ete] [dev] NAME`. Adding and deleting
 // need CAP_NET_ADMIN; rtnetlink's refusal is printed as ip prints it:
 // "ip: RTNETLINK answers: Operation not permitted", exit 2.
-func appletIP(p *kernel.Proc) int {
+func IP(p *kernel.Proc) int {
 	args := p.Args[1:]
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		args = args[1:] // -4, -6, -o: nothing they change is simulated
