@@ -322,7 +322,7 @@ func appletGrep(p *kernel.Proc) int {
 		sc.Buffer(make([]byte, 64*1024), kernel.MaxHeldBytes)
 		n, lineNo := 0, 0
 		for sc.Scan() {
-			if p.Ctx().Err() != nil {
+			if p.Step() != nil {
 				break
 			}
 			lineNo++
@@ -410,7 +410,7 @@ func appletWc(p *kernel.Proc) int {
 func count(p *kernel.Proc, r io.Reader) (lines, words, bytes int) {
 	buf := make([]byte, 32<<10)
 	inWord := false
-	for p.Ctx().Err() == nil {
+	for p.Step() == nil {
 		n, err := r.Read(buf)
 		for _, c := range buf[:n] {
 			switch c {
@@ -488,7 +488,7 @@ func appletHead(p *kernel.Proc) int {
 		// Written as read, a line at a time or a buffer of it (busybox's getc/putchar
 		// loop): a line without end streams instead of piling up.
 		in := bufio.NewReader(r)
-		for k := 0; k < n && p.Ctx().Err() == nil; {
+		for k := 0; k < n && p.Step() == nil; {
 			chunk, err := in.ReadSlice('\n')
 			if _, werr := p.Stdout.Write(chunk); werr != nil {
 				break
@@ -611,7 +611,7 @@ func appletTr(p *kernel.Proc) int {
 	w := bufio.NewWriter(p.Stdout)
 	defer w.Flush()
 	for n := 0; ; n++ {
-		if n%4096 == 0 && p.Ctx().Err() != nil {
+		if n%4096 == 0 && p.Step() != nil {
 			return 1
 		}
 		r, _, err := in.ReadRune()
@@ -789,7 +789,7 @@ func trBytes(p *kernel.Proc, index map[rune]int, to []rune, del bool) int {
 		}
 	}
 	buf := make([]byte, 32<<10)
-	for p.Ctx().Err() == nil {
+	for p.Step() == nil {
 		n, err := p.Stdin.Read(buf)
 		out := buf[:0]
 		for _, c := range buf[:n] {
@@ -864,7 +864,7 @@ func appletCut(p *kernel.Proc) int {
 		}
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 0, 64<<10), kernel.MaxHeldBytes)
-		for lineNo := 0; sc.Scan() && p.Ctx().Err() == nil; lineNo++ {
+		for lineNo := 0; sc.Scan() && p.Step() == nil; lineNo++ {
 			line := sc.Text()
 			switch {
 			case !fields:
@@ -991,7 +991,7 @@ func appletSeq(p *kernel.Proc) int {
 		out.WriteString(cFloat(v, w, frac))
 		n++
 		if out.Buffered() > 0 && n%1024 == 0 {
-			if err := out.Flush(); err != nil || p.Ctx().Err() != nil {
+			if err := out.Flush(); err != nil || p.Step() != nil {
 				return 1 // a broken pipe, or the process was stopped
 			}
 		}
@@ -1031,7 +1031,7 @@ func appletYes(p *kernel.Proc) int {
 	if len(p.Args) > 1 {
 		s = strings.Join(p.Args[1:], " ")
 	}
-	for p.Ctx().Err() == nil {
+	for p.Step() == nil {
 		if _, err := io.WriteString(p.Stdout, s+"\n"); err != nil {
 			return 1
 		}

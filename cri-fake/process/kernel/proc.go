@@ -19,6 +19,7 @@ import (
 type Proc struct {
 	t      *task
 	c      *container
+	th     *Thread // the goroutine running it, as the CPU scheduler sees it (cpu.go)
 	Args   []string
 	Env    []string
 	Dir    string
@@ -149,12 +150,15 @@ func (p *Proc) SpawnIn(held bool, exe vfs.Executable, args, env []string, dir st
 		p.t.addFg(t)
 		defer p.t.removeFg(t)
 	}
-	child := &Proc{t: t, c: p.c, Args: args, Env: env, Dir: dir, Stdin: sio.In, Stdout: sio.Out, Stderr: sio.Err, TTY: p.TTY, Exe: exe}
+	child := &Proc{t: t, c: p.c, th: p.c.cpu.newThread(), Args: args, Env: env, Dir: dir, TTY: p.TTY, Exe: exe}
+	child.SetStdio(sio)
 	done := make(chan int, 1)
 	go func() {
 		defer t.recoverCrash()
+		defer child.Idle()
 		done <- child.RunExecutable()
 	}()
+	p.Idle() // the parent waits: its CPU is the child's
 	var code int
 	select {
 	case code = <-done:

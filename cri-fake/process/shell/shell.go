@@ -59,9 +59,9 @@ type shell struct {
 	errexit     bool
 	xtrace      bool
 	nounset     bool
-	// broken is set when this pipeline element's output pipe has no reader
-	// any more: the element stops, as SIGPIPE would end a forked subshell.
-	broken    *atomic.Bool
+	// broken reports that this pipeline element's (or command substitution's) output has no
+	// reader any more: the element stops, as SIGPIPE would end a forked subshell.
+	broken    interface{ Broken() bool }
 	ignoreInt *atomic.Bool
 
 	// nest is how many function calls, eval, . scripts, trap actions and command
@@ -249,23 +249,7 @@ func (s *shell) setVar(name, v string) {
 }
 
 func (s *shell) stopped() bool {
-	return s.exitReq || s.retReq || s.brk > 0 || s.cont > 0 || s.p.Ctx().Err() != nil || (s.broken != nil && s.broken.Load())
-}
-
-// pipeOut is a pipeline element's output: a write to a pipe whose reader has
-// gone fails with EPIPE and stops the element (SIGPIPE's default action).
-type pipeOut struct {
-	w      io.Writer
-	broken *atomic.Bool
-}
-
-func (p *pipeOut) Write(b []byte) (int, error) {
-	n, err := p.w.Write(b)
-	if err != nil && (errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrClosedPipe)) {
-		p.broken.Store(true)
-		return n, syscall.EPIPE
-	}
-	return n, err
+	return s.exitReq || s.retReq || s.brk > 0 || s.cont > 0 || s.p.Ctx().Err() != nil || (s.broken != nil && s.broken.Broken())
 }
 
 func (s *shell) runList(l *list, sio kernel.Stdio) int {
@@ -310,6 +294,7 @@ func (s *shell) background(ao *andOr, sio kernel.Stdio) {
 	finished := make(chan int, 1)
 	go func() {
 		defer child.RecoverCrash()
+		defer child.Idle()
 		finished <- sub.runAndOr(ao, sub.io)
 	}()
 	go func() {
@@ -416,19 +401,22 @@ func (s *shell) runPipe(cmds []command, sio kernel.Stdio) int {
 	in := sio.In
 	for i, c := range cmds {
 		cio := kernel.Stdio{In: in, Out: sio.Out, Err: sio.Err}
-		var pw *io.PipeWriter
-		var pr *io.PipeReader
+		var pw *kernel.PipeWriter
+		var pr *kernel.PipeReader
 		sub := s.subshell()
+		sub.p = s.p.NewThread() // the element runs beside the others
 		sub.heldSlot = true
 		if i < n-1 {
-			pr, pw = io.Pipe()
-			sub.broken = &atomic.Bool{}
-			cio.Out = &pipeOut{w: pw, broken: sub.broken}
+			pr, pw = kernel.Pipe()
+			sub.broken = pw
+			cio.Out = pw
 			in = pr
 		}
+		cio = sub.p.Bind(cio)
 		wg.Add(1)
-		go func(i int, c command, cio kernel.Stdio, pw *io.PipeWriter, myIn io.Reader) {
+		go func(i int, c command, cio kernel.Stdio, pw *kernel.PipeWriter, myIn io.Reader) {
 			defer wg.Done()
+			defer sub.p.Idle()
 			defer func() {
 				if sub.heldSlot {
 					s.p.ReleasePid() // no command took it over
@@ -438,7 +426,7 @@ func (s *shell) runPipe(cmds []command, sio kernel.Stdio) int {
 				if pw != nil {
 					pw.Close()
 				}
-				if r, ok := myIn.(*io.PipeReader); ok && i > 0 {
+				if r, ok := myIn.(*kernel.PipeReader); ok && i > 0 {
 					r.CloseWithError(syscall.EPIPE)
 				}
 			}()
@@ -457,12 +445,15 @@ func (s *shell) runPipe(cmds []command, sio kernel.Stdio) int {
 			}
 		}(i, c, cio, pw, cio.In)
 	}
+	s.p.Idle() // the shell waits for its elements
 	wg.Wait()
 	return codes[n-1]
 }
 
 func (s *shell) runCommand(c command, sio kernel.Stdio) int {
-	if s.p.Ctx().Err() != nil {
+	// Each command is a step of the shell's work: it may wait here for a CPU (kernel/cpu.go),
+	// so a busy loop shares them with every other process of the node.
+	if s.p.Step() != nil {
 		return s.status
 	}
 	switch c := c.(type) {
@@ -785,7 +776,8 @@ func (s *shell) runSimple(c *simpleCmd, sio kernel.Stdio) int {
 	}
 	if a, ok := s.p.InlineApplet(words[0]); ok {
 		bp := *s.p
-		bp.Args, bp.Stdin, bp.Stdout, bp.Stderr, bp.Dir = words, rio.In, rio.Out, rio.Err, s.dir
+		bp.Args, bp.Dir = words, s.dir
+		bp.SetStdio(rio)
 		bp.Env = s.exportedEnv(tmpEnv)
 		return a(&bp)
 	}
@@ -1149,6 +1141,7 @@ func builtinRead(s *shell, args []string, sio kernel.Stdio) int {
 		line, err := lineReader{sio.In}.readLine()
 		ch <- res{line, err}
 	}()
+	s.p.Idle()
 	var r res
 	select {
 	case r = <-ch:
@@ -1200,6 +1193,7 @@ func builtinWait(s *shell, args []string, sio kernel.Stdio) int {
 		}
 	}
 	s.jobsMu.Unlock()
+	s.p.Idle()
 	st := 0
 	for _, j := range jobs {
 		select {
@@ -1473,6 +1467,7 @@ func (s *shell) interactive() int {
 			l, err := lr.readLine()
 			ch <- res{l, err}
 		}()
+		s.p.Idle()
 		var r res
 		select {
 		case r = <-ch:

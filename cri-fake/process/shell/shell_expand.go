@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
@@ -529,9 +528,9 @@ func (s *shell) commandSubst(src string) (string, error) {
 	}
 	// Past maxHeldBytes the output pipe breaks (the command stops as on SIGPIPE) and the
 	// expansion fails: `x=$(cat /dev/zero)` costs 16 MiB, not all of cri-fake's memory.
-	sub.broken = &atomic.Bool{}
+	sub.broken = out
 	io := s.io
-	io.Out = &pipeOut{w: out, broken: sub.broken}
+	io.Out = out
 	sub.io = io
 	st := sub.runList(l, io)
 	sub.runExitTrap(io)
@@ -544,7 +543,8 @@ func (s *shell) commandSubst(src string) (string, error) {
 }
 
 // substOutput collects a command substitution's output up to maxHeldBytes; a write past it fails
-// with EPIPE. Written only by the subshell's own goroutines, one at a time.
+// with EPIPE (and Broken stops the subshell, as SIGPIPE would). Written only by the subshell's
+// own goroutines, one at a time.
 type substOutput struct {
 	mu   sync.Mutex
 	b    bytes.Buffer
@@ -559,6 +559,13 @@ func (o *substOutput) Write(p []byte) (int, error) {
 		return 0, syscall.EPIPE
 	}
 	return o.b.Write(p)
+}
+
+// Broken reports whether the output passed maxHeldBytes.
+func (o *substOutput) Broken() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.full
 }
 
 // glob expands a pattern (quoted metacharacters escaped with \) against the
