@@ -320,6 +320,10 @@ func appletGrep(p *kernel.Proc) int {
 		}
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64*1024), kernel.MaxHeldBytes)
+		mem := p.Held() // the line buffer, charged as a long line grows it
+		defer mem.Release()
+		mem.Grow(64 * 1024)
+		sc.Split(mem.Split(bufio.ScanLines))
 		n, lineNo := 0, 0
 		for sc.Scan() {
 			if p.Step() != nil {
@@ -517,12 +521,17 @@ func appletTail(p *kernel.Proc) int {
 		n, _ = strconv.Atoi(strings.TrimPrefix(v, "+"))
 	}
 	return eachInput(p, files, func(_ int, f string, r io.Reader) bool {
-		data, err := kernel.ReadBounded(r)
+		mem := p.Held() // the input, read whole, and its lines
+		defer mem.Release()
+		data, err := mem.ReadAll(r)
 		if err != nil {
 			p.Errorf("%s", kernel.LineError(err))
 			return true
 		}
 		lines := strings.SplitAfter(string(data), "\n")
+		if mem.Grow(int64(len(data))+16*int64(len(lines))) != nil {
+			return false // out of memory: the OOM killer is ending the container
+		}
 		if len(lines) > 0 && lines[len(lines)-1] == "" {
 			lines = lines[:len(lines)-1]
 		}
@@ -864,6 +873,10 @@ func appletCut(p *kernel.Proc) int {
 		}
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 0, 64<<10), kernel.MaxHeldBytes)
+		mem := p.Held() // the line buffer, charged as a long line grows it
+		defer mem.Release()
+		mem.Grow(64 << 10)
+		sc.Split(mem.Split(bufio.ScanLines))
 		for lineNo := 0; sc.Scan() && p.Step() == nil; lineNo++ {
 			line := sc.Text()
 			switch {
@@ -1267,14 +1280,22 @@ func appletTee(p *kernel.Proc) int {
 }
 
 // readAll reads all operand files (or stdin), reporting missing files; past maxHeldBytes in all
-// it reports "out of memory" and fails.
-func readAll(p *kernel.Proc, files []string) ([]byte, int) {
+// it reports "out of memory" and fails. What it read is charged to mem.
+func readAll(p *kernel.Proc, files []string, mem *kernel.Held) ([]byte, int) {
 	var out []byte
+	oom := false
 	st := eachInput(p, files, func(_ int, _ string, r io.Reader) bool {
 		data, err := io.ReadAll(io.LimitReader(r, int64(kernel.MaxHeldBytes+1-len(out))))
+		if mem.Grow(int64(len(data))) != nil {
+			oom = true
+			return false
+		}
 		out = append(out, data...)
 		return err == nil && len(out) <= kernel.MaxHeldBytes
 	})
+	if oom {
+		return nil, 1 // the OOM killer is ending the container
+	}
 	if len(out) > kernel.MaxHeldBytes {
 		p.Errorf("%s", kernel.ErrTooBig)
 		return nil, 1
@@ -1284,13 +1305,18 @@ func readAll(p *kernel.Proc, files []string) ([]byte, int) {
 
 func appletSort(p *kernel.Proc) int {
 	opts, files, _ := libbb.Flags(p.Args[1:], "tk")
-	data, st := readAll(p, files)
+	mem := p.Held() // the input, read whole, and its lines
+	defer mem.Release()
+	data, st := readAll(p, files, mem)
 	if data == nil && st != 0 {
 		return st
 	}
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 	if len(data) == 0 {
 		lines = nil
+	}
+	if mem.Grow(int64(len(data))+16*int64(len(lines))) != nil {
+		return 1 // out of memory: the OOM killer is ending the container
 	}
 	if opts['n'] != "" {
 		num := func(s string) float64 {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/plugsim/plugsim/cri-fake/process/sched"
 )
 
 // Pipe is pipe(2) between processes of a container (a shell's pipeline): a write waits until
@@ -72,7 +74,7 @@ func (p *pipe) writeErr() error {
 // PipeReader is the read end of a Pipe.
 type PipeReader struct {
 	p  *pipe
-	th *Thread // whose CPU a blocked read gives up (nil: none)
+	th *sched.Thread // whose CPU a blocked read gives up (nil: none)
 }
 
 // Read takes what a writer offers, blocking until one does or the write end is closed (EOF).
@@ -88,7 +90,7 @@ func (r *PipeReader) Read(b []byte) (int, error) {
 		return r.take(b, w), nil
 	default:
 	}
-	r.th.idle() // nothing offered yet: it blocks
+	r.th.Idle() // nothing offered yet: it blocks
 	select {
 	case w := <-p.offer:
 		return r.take(b, w), nil
@@ -118,7 +120,7 @@ func (r *PipeReader) CloseWithError(err error) error {
 // PipeWriter is the write end of a Pipe.
 type PipeWriter struct {
 	p  *pipe
-	th *Thread
+	th *sched.Thread
 }
 
 // Write offers b to the reader until it has taken all of it; it fails with EPIPE once the
@@ -137,7 +139,7 @@ func (w *PipeWriter) Write(b []byte) (int, error) {
 		select {
 		case p.offer <- b:
 		default:
-			w.th.idle() // the reader is not there: it blocks
+			w.th.Idle() // the reader is not there: it blocks
 			select {
 			case p.offer <- b:
 			case <-p.closed:
@@ -176,14 +178,14 @@ func (p *Proc) SetStdio(sio Stdio) {
 	p.Stdin, p.Stdout, p.Stderr = sio.In, sio.Out, sio.Err
 }
 
-func bindReader(r io.Reader, th *Thread) io.Reader {
+func bindReader(r io.Reader, th *sched.Thread) io.Reader {
 	if pr, ok := r.(*PipeReader); ok && pr.th != th {
 		return &PipeReader{p: pr.p, th: th}
 	}
 	return r
 }
 
-func bindWriter(w io.Writer, th *Thread) io.Writer {
+func bindWriter(w io.Writer, th *sched.Thread) io.Writer {
 	if pw, ok := w.(*PipeWriter); ok && pw.th != th {
 		return &PipeWriter{p: pw.p, th: th}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plugsim/plugsim/cri-fake/process/containerio"
+	"github.com/plugsim/plugsim/cri-fake/process/sched"
 	"github.com/plugsim/plugsim/cri-fake/process/seccomp"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
@@ -223,7 +224,7 @@ type container struct {
 	pidns *PIDNamespace
 	ipcns *IPCNamespace
 	mem   memoryCgroup
-	cpu   *cpuGroup
+	cpu   *sched.Group
 	// procs is how many processes of this container hold a pid slot (table entries and
 	// pipeline subshells), guarded by pidns.mu; see pidsLimit.
 	procs int
@@ -456,11 +457,12 @@ func (c *container) run(exe vfs.Executable, args, env []string, wd string, stdin
 		return nil, err
 	}
 	p.t = t
+	t.chargeImage(args, env)
 	if ttyIn != nil {
 		ttyIn.Interrupt = func() { t.signal(syscall.SIGINT) }
 		ttyIn.Start()
 	}
-	pr := &Proc{t: t, c: c, th: c.cpu.newThread(), Args: args, Env: env, Dir: wd, Stdin: in, Stdout: sout, Stderr: serr, TTY: tty, Exe: exe}
+	pr := &Proc{t: t, c: c, th: c.cpu.NewThread(), Args: args, Env: env, Dir: wd, Stdin: in, Stdout: sout, Stderr: serr, TTY: tty, Exe: exe}
 	finished := make(chan int, 1)
 	if b := c.spec.Behaviour; main && b.CrashOnStart {
 		code := 1
@@ -821,7 +823,7 @@ func (p *Process) Stats() Stats {
 	if files, _ := c.fs.Held(""); files > 0 && !dead {
 		mem += uint64(files) // the container's own files are in memory (memory.go)
 	}
-	cpu += time.Duration(c.cpu.usage.Load()) // what its threads held CPUs for (cpu.go)
+	cpu += c.cpu.Usage() // what its threads held CPUs for (cpu.go)
 	var rate uint64
 	c.mu.Lock()
 	since, at := c.statsCPU, c.statsAt

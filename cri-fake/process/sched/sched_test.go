@@ -1,4 +1,4 @@
-package kernel
+package sched
 
 import (
 	"context"
@@ -10,16 +10,16 @@ import (
 
 // spin runs n busy threads of g until ctx ends: each steps, then does a little work. It returns
 // how many steps each made and waits for them to end.
-func spin(ctx context.Context, g *cpuGroup, n int, inCPU *atomic.Int64, most *atomic.Int64) (steps []int64, wait func()) {
+func spin(ctx context.Context, g *Group, n int, inCPU *atomic.Int64, most *atomic.Int64) (steps []int64, wait func()) {
 	steps = make([]int64, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		th := g.newThread()
+		th := g.NewThread()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer th.idle()
-			for th.step(ctx) == nil {
+			defer th.Idle()
+			for th.Step(ctx) == nil {
 				if inCPU != nil {
 					k := inCPU.Add(1)
 					for {
@@ -61,8 +61,8 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // others wait in the scheduler (parked, not runnable goroutines), so at most one runs its work
 // at a time, besides one that was preempted while not stepping (counted by the scheduler).
 func TestSchedulerRunsAtMostItsCPUs(t *testing.T) {
-	s := NewCPUScheduler(1)
-	g := s.newGroup()
+	s := New(1)
+	g := s.NewGroup()
 	ctx, cancel := context.WithCancel(context.Background())
 	var inCPU, most atomic.Int64
 	steps, wait := spin(ctx, g, 64, &inCPU, &most)
@@ -91,8 +91,8 @@ func TestSchedulerRunsAtMostItsCPUs(t *testing.T) {
 // thread share one CPU about evenly (round robin over containers, as CFS between cgroups), not
 // 20 to 1.
 func TestSchedulerFairBetweenContainers(t *testing.T) {
-	s := NewCPUScheduler(1)
-	many, one := s.newGroup(), s.newGroup()
+	s := New(1)
+	many, one := s.NewGroup(), s.NewGroup()
 	ctx, cancel := context.WithCancel(context.Background())
 	_, waitMany := spin(ctx, many, 20, nil, nil)
 	_, waitOne := spin(ctx, one, 1, nil, nil)
@@ -112,10 +112,10 @@ func TestSchedulerFairBetweenContainers(t *testing.T) {
 // holds the CPUs for at most its quota in each period (plus one quantum per CPU of overrun), and
 // is throttled; usage is bounded by the periods that passed, whatever the machine's speed.
 func TestSchedulerQuotaThrottles(t *testing.T) {
-	s := NewCPUScheduler(2)
-	g := s.newGroup()
+	s := New(2)
+	g := s.NewGroup()
 	quota, period := 10*time.Millisecond, 50*time.Millisecond
-	g.setQuota(quota, period)
+	g.SetQuota(quota, period)
 	start := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	_, wait := spin(ctx, g, 4, nil, nil)
@@ -135,16 +135,16 @@ func TestSchedulerQuotaThrottles(t *testing.T) {
 // TestSchedulerPreemptsBlockedHolder: a thread that blocks while holding the only CPU (without
 // Idle) loses it once its quantum is over, so another thread runs.
 func TestSchedulerPreemptsBlockedHolder(t *testing.T) {
-	s := NewCPUScheduler(1)
-	g := s.newGroup()
+	s := New(1)
+	g := s.NewGroup()
 	ctx := context.Background()
-	blocked := g.newThread()
-	if err := blocked.step(ctx); err != nil {
+	blocked := g.NewThread()
+	if err := blocked.Step(ctx); err != nil {
 		t.Fatal(err)
 	}
-	other := g.newThread()
+	other := g.NewThread()
 	done := make(chan error, 1)
-	go func() { done <- other.step(ctx) }()
+	go func() { done <- other.Step(ctx) }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -156,27 +156,27 @@ func TestSchedulerPreemptsBlockedHolder(t *testing.T) {
 	if s.preempted.Load() == 0 {
 		t.Fatal("no preemption counted")
 	}
-	other.idle()
-	if err := blocked.step(ctx); err != nil { // it asks again when it runs again
+	other.Idle()
+	if err := blocked.Step(ctx); err != nil { // it asks again when it runs again
 		t.Fatal(err)
 	}
-	blocked.idle()
+	blocked.Idle()
 }
 
 // TestSchedulerWaitEndsWithTheProcess: a thread waiting for a CPU returns its context's error
 // when the process is killed, and leaves no trace in the queue.
 func TestSchedulerWaitEndsWithTheProcess(t *testing.T) {
-	s := NewCPUScheduler(1)
-	g := s.newGroup()
-	holder := g.newThread()
-	if err := holder.step(context.Background()); err != nil {
+	s := New(1)
+	g := s.NewGroup()
+	holder := g.NewThread()
+	if err := holder.Step(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	holder.granted.Store(s.now() + int64(time.Hour)) // it will not be preempted soon
 	ctx, cancel := context.WithCancel(context.Background())
-	waiter := g.newThread()
+	waiter := g.NewThread()
 	done := make(chan error, 1)
-	go func() { done <- waiter.step(ctx) }()
+	go func() { done <- waiter.Step(ctx) }()
 	waitUntil(t, "the thread to wait", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -197,8 +197,8 @@ func TestSchedulerWaitEndsWithTheProcess(t *testing.T) {
 // wakes up (an exec, a probe) gets the CPU after at most a couple of quanta of the others, not
 // after every one of them (CFS places a waking task ahead likewise).
 func TestSchedulerWokenThreadGoesFirst(t *testing.T) {
-	s := NewCPUScheduler(1)
-	g := s.newGroup()
+	s := New(1)
+	g := s.NewGroup()
 	ctx, cancel := context.WithCancel(context.Background())
 	steps, wait := spin(ctx, g, 20, nil, nil)
 	defer wait()
@@ -211,16 +211,16 @@ func TestSchedulerWokenThreadGoesFirst(t *testing.T) {
 		}
 		return true
 	})
-	th := g.newThread()
+	th := g.NewThread()
 	for range 10 {
 		before := g.usage.Load()
-		if err := th.step(ctx); err != nil {
+		if err := th.Step(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if waited := time.Duration(g.usage.Load() - before); waited > 3*Quantum {
 			t.Fatalf("a woken thread waited for %v of the busy threads' CPU time (the quantum is %v)", waited, Quantum)
 		}
-		th.idle()
+		th.Idle()
 	}
 	cancel()
 }
