@@ -89,6 +89,13 @@ func Rows() []kernel.Applet {
 		{Name: "dd", Run: appletDd, Busybox: true},
 		{Name: "ipcs", Run: appletIpcs, Busybox: true},
 		{Name: "ipcmk", Run: appletIpcmk}, // util-linux's: not in busybox
+		// The network clients of the agnhost and glibc-dns-testing images (curl, netcat-openbsd,
+		// BIND's dig and nslookup, libc's getent), not busybox's.
+		{Name: "curl", Run: netapplets.Curl},
+		{Name: "nc", Run: netapplets.Nc},
+		{Name: "dig", Run: netapplets.Dig},
+		{Name: "nslookup", Run: netapplets.Nslookup},
+		{Name: "getent", Run: netapplets.Getent},
 		{Name: "bash", Run: shell.Sh},
 		{Name: "busybox", Run: appletBusybox},
 		{Name: "pause", Run: libbb.Pause},
