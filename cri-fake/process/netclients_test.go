@@ -16,7 +16,8 @@ import (
 )
 
 // clusterNet is a network namespace a test made, standing in for a pod's: lo up, with a
-// "cluster DNS" address (10.96.0.10) and a "pod" address (10.244.1.5) on it, a DNS server on
+// "cluster DNS" address (10.96.0.10), a "pod" address (10.244.1.5) and the API server's
+// (10.96.0.1) on it, a DNS server on
 // 10.96.0.10:53 (UDP and TCP) holding a cluster-like zone, and an HTTP server on 10.244.1.5:8080.
 // Nothing in it routes anywhere.
 type clusterNet struct {
@@ -27,6 +28,7 @@ type clusterNet struct {
 const (
 	clusterDNSIP = "10.96.0.10"
 	podIP        = "10.244.1.5"
+	apiServerIP  = "10.96.0.1" // the kubernetes Service's ClusterIP
 )
 
 func newClusterNet(t *testing.T) *clusterNet {
@@ -40,7 +42,7 @@ func newClusterNet(t *testing.T) *clusterNet {
 		if err != nil {
 			return err
 		}
-		for _, a := range []string{clusterDNSIP + "/32", podIP + "/32"} {
+		for _, a := range []string{clusterDNSIP + "/32", podIP + "/32", apiServerIP + "/32"} {
 			addr, _ := netlink.ParseAddr(a)
 			if err := netlink.AddrAdd(lo, addr); err != nil {
 				return err
@@ -61,6 +63,9 @@ func newClusterNet(t *testing.T) *clusterNet {
 	srv.PTR("1.0.96.10.in-addr.arpa", "kubernetes.default.svc.cluster.local")
 	srv.CNAME("ext.ns1.svc.cluster.local", "foo.example.com")
 	srv.A("foo.example.com", podIP)
+	for _, n := range []string{"agnhost-primary", "agnhost-replica", "mtls"} {
+		srv.A(n+".ns1.svc.cluster.local", podIP)
+	}
 	var udp net.PacketConn
 	var tcp, http8080 net.Listener
 	err = netns.Do(func(ns.NetNS) error {

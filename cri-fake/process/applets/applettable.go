@@ -3,6 +3,7 @@ package applets
 import (
 	"sync"
 
+	"github.com/plugsim/plugsim/cri-fake/process/agnhost"
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
 	"github.com/plugsim/plugsim/cri-fake/process/libbb"
 	"github.com/plugsim/plugsim/cri-fake/process/netapplets"
@@ -103,7 +104,7 @@ func Rows() []kernel.Applet {
 		{Name: "nginx", Run: netapplets.Nginx},
 		{Name: "httpd", Run: netapplets.Httpd},
 		{Name: "httpd-foreground", Run: netapplets.Httpd},
-		{Name: "agnhost", Run: netapplets.Agnhost},
+		{Name: "agnhost", Run: agnhost.Main},
 	}
 }
 

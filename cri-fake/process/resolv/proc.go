@@ -66,6 +66,10 @@ func DialContext(p *kernel.Proc) func(ctx context.Context, network, addr string)
 // names go through hosts, then DNS (A, then AAAA).
 func LookupHost(ctx context.Context, p *kernel.Proc, host string) ([]netip.Addr, error) {
 	host = strings.Trim(host, "[]")
+	if host == "" {
+		// Go's Dial: an empty host is the local system.
+		host = "127.0.0.1"
+	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		return []netip.Addr{ip}, nil
 	}
