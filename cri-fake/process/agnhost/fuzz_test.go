@@ -25,7 +25,9 @@ func FuzzReviews(f *testing.F) {
 	k := &klog{w: io.Discard}
 	handlers := []admitFunc{addLabel, mutatePods, denySpecificAttachment, admitConfigMaps, mutateConfigMaps,
 		admitCustomResource, mutateCustomResource, admitCRD,
-		func(ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse { return mutatePodsSidecar(ar, "img") }}
+		func(ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
+			return mutatePodsSidecar(ar, "img")
+		}}
 	f.Fuzz(func(t *testing.T, body string, which uint8) {
 		call := func(h http.HandlerFunc, contentType string) {
 			defer func() {

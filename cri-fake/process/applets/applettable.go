@@ -88,6 +88,8 @@ func Rows() []kernel.Applet {
 		{Name: "brctl", Run: netapplets.Brctl, Busybox: true},
 		{Name: "nnp", Run: appletNnp},
 		{Name: "dd", Run: appletDd, Busybox: true},
+		{Name: "expr", Run: appletExpr, Busybox: true},
+		{Name: "hexdump", Run: appletHexdump, Busybox: true},
 		{Name: "ipcs", Run: appletIpcs, Busybox: true},
 		{Name: "ipcmk", Run: appletIpcmk}, // util-linux's: not in busybox
 		// The network clients of the agnhost and glibc-dns-testing images (curl, netcat-openbsd,

@@ -75,3 +75,7 @@ func (p *Proc) DialFrom(ctx context.Context, network, laddr, addr string) (net.C
 
 // Statfs is statfs(2)'s f_type for path: what file system it is on (vfs.FS.Statfs).
 func (p *Proc) Statfs(path string) (int64, error) { return p.c.fs.Statfs(p.Abs(path)) }
+
+// PodNetwork reports whether the container has a network namespace of its own (Spec.NetNS),
+// rather than the node's (a host-network pod) or none (Spec.Listen).
+func (p *Proc) PodNetwork() bool { return p.c.spec.NetNS != "" }

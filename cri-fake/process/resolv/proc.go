@@ -5,7 +5,9 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
+	"syscall"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
 )
@@ -27,8 +29,19 @@ func readSmall(p *kernel.Proc, name string) []byte {
 // ForProc is the resolver of p's container, read now (a program reads resolv.conf and hosts
 // when it starts resolving): its /etc/resolv.conf, its /etc/hosts, and queries sent from its
 // network namespace.
+//
+// Queries go out only from a pod's own network namespace. In the node's namespace (a host-network
+// container, or a test's container without Spec.NetNS) the node's resolv.conf names servers that
+// may be outside the machine, and the simulation sends nothing there: lookups use /etc/hosts, and
+// a DNS query fails as an unreachable network.
 func ForProc(p *kernel.Proc) (*Client, []HostsEntry) {
-	c := &Client{Dial: p.Dial, Conf: ParseConf(readSmall(p, "/etc/resolv.conf"))}
+	dial := p.Dial
+	if !p.PodNetwork() {
+		dial = func(context.Context, string, string) (net.Conn, error) {
+			return nil, &net.OpError{Op: "dial", Net: "udp", Err: os.NewSyscallError("connect", syscall.ENETUNREACH)}
+		}
+	}
+	c := &Client{Dial: dial, Conf: ParseConf(readSmall(p, "/etc/resolv.conf"))}
 	return c, ParseHosts(readSmall(p, "/etc/hosts"))
 }
 
