@@ -124,6 +124,11 @@ func TestAgnhostHTTPServers(t *testing.T) {
 			{path: "/dial?request=hostname", status: 200, want: `^\{"errors":\["Get \\"http://:0/hostname\\": `},
 			{path: "/dial?host=1.2.3.4&port=80", status: 400, want: `^request parameter not specified\. <nil>\n$`},
 			{path: "/dial?host=1.2.3.4&port=80&request=x&protocol=sctp", status: 400, want: `sctp is not simulated`},
+			// netexec.go:558-621: the file lands in /uploads, mode 0700, its name answered.
+			{method: "POST", path: "/upload", contentType: "multipart/form-data; boundary=b",
+				body:   "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\nuploaded\r\n--b--\r\n",
+				status: 201, want: `^\{"output":"/uploads/upload\d+"\}$`, log: `Wrote upload to /uploads/upload\d+\n`},
+			{method: "POST", path: "/upload", status: 200, want: `^\{"error":"Unable to upload file\."\}$`},
 		}},
 		// netexec without a UDP server is never healthy (netexec.go: serverReady is set by it).
 		{name: "netexec --udp-port=-1", args: []string{"netexec", "--http-port=8080", "--udp-port=-1"}, port: ":8080", reqs: []request{
