@@ -52,14 +52,7 @@ func guestbook(p *kernel.Proc, fs *pflag.FlagSet) func([]string) int {
 			return fatal(g.l, "%s", listenError("tcp", port, err))
 		}
 		go srv.serve(p)
-		select {
-		case code := <-failed:
-			srv.srv.Close()
-			return code
-		case <-p.Ctx().Done():
-			code, _ := kernel.ExitCause(p.Ctx())
-			return code
-		}
+		return untilEnd(p, failed)
 	}
 }
 
@@ -132,18 +125,7 @@ func (g *guestbookState) localIP(hostPort string) (net.IP, error) {
 }
 
 func (g *guestbookState) dialHTTP(request, hostPort string) (string, error) {
-	client, tr := httpClient(g.p, 5*time.Second, nil)
-	defer tr.CloseIdleConnections()
-	resp, err := client.Get(fmt.Sprintf("http://%s/%s", hostPort, request))
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return "", err
-	}
-	return string(body), nil
+	return getBody(g.p.Ctx(), g.p, hostPort, request)
 }
 
 func (g *guestbookState) query(w http.ResponseWriter, r *http.Request) (url.Values, bool) {

@@ -141,14 +141,7 @@ func netexec(p *kernel.Proc, fs *pflag.FlagSet) func([]string) int {
 			}
 		}()
 		go srv.serve(p)
-		select {
-		case code := <-done:
-			srv.srv.Close()
-			return code
-		case <-p.Ctx().Done():
-			code, _ := kernel.ExitCause(p.Ctx())
-			return code
-		}
+		return untilEnd(p, done)
 	}
 }
 
@@ -424,25 +417,9 @@ func (s *netexecState) resolve(ctx context.Context, hostPort string, udp bool) (
 	return net.JoinHostPort(ips[0].String(), strconv.Itoa(n)), nil
 }
 
-// dialHTTP is netexec.go dialHTTP: GET http://addr/request with a 5 s client timeout.
+// dialHTTP is netexec.go dialHTTP.
 func (s *netexecState) dialHTTP(ctx context.Context, request, addr string) (string, error) {
-	client, tr := httpClient(s.p, 5*time.Second, nil)
-	defer tr.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/%s", addr, request), nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	// A hostile server's endless body stops at 1 MiB per answer.
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return "", err
-	}
-	return string(body), nil
+	return getBody(ctx, s.p, addr, request)
 }
 
 // dialUDP is netexec.go dialUDP: one datagram out, one in, within 5 s.

@@ -113,6 +113,39 @@ func listenError(network string, port int, err error) string {
 	return err.Error()
 }
 
+// untilEnd waits for the program's own end (a code on done) or the end of its process (its
+// servers close with the process: serve's AfterFunc).
+func untilEnd(p *kernel.Proc, done <-chan int) int {
+	select {
+	case code := <-done:
+		return code
+	case <-p.Ctx().Done():
+		code, _ := kernel.ExitCause(p.Ctx())
+		return code
+	}
+}
+
+// getBody is upstream's dialHTTP (netexec.go, guestbook.go): GET http://hostPort/request with a
+// 5 s client; the body, at most 1 MiB of it (a hostile server's endless body stops there).
+func getBody(ctx context.Context, p *kernel.Proc, hostPort, request string) (string, error) {
+	client, tr := httpClient(p, 5*time.Second, nil)
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/%s", hostPort, request), nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", err
+	}
+	return string(body), nil
+}
+
 // waitEnd blocks until the process is ended by a signal it does not handle (a Go program in
 // `select {}`) and returns that exit code.
 func waitEnd(p *kernel.Proc) int {

@@ -222,13 +222,7 @@ func porter(p *kernel.Proc, fs *pflag.FlagSet) func([]string) int {
 				l.Printf("SCTP server on port %s: SCTP is not simulated by plugsim", strings.TrimPrefix(key, "SERVE_SCTP_PORT_"))
 			}
 		}
-		select {
-		case code := <-failed:
-			return code
-		case <-p.Ctx().Done():
-			code, _ := kernel.ExitCause(p.Ctx())
-			return code
-		}
+		return untilEnd(p, failed)
 	}
 }
 
@@ -474,14 +468,7 @@ func nettest(p *kernel.Proc, fs *pflag.FlagSet) func([]string) int {
 			return fatal(l, "%s", listenError("tcp", *port, err))
 		}
 		go srv.serve(p)
-		select {
-		case code := <-done:
-			srv.srv.Close()
-			return code
-		case <-p.Ctx().Done():
-			code, _ := kernel.ExitCause(p.Ctx())
-			return code
-		}
+		return untilEnd(p, done)
 	}
 }
 
