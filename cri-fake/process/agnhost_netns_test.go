@@ -50,6 +50,7 @@ func (c *clusterNet) startInNet(t *testing.T, args, env []string, files map[stri
 // framework/service/jig.go:870-895): netexec's /dial over HTTP and UDP and its UDP server,
 // serve-hostname's raw TCP and UDP, porter's UDP, guestbook through the cluster's DNS.
 func TestAgnhostInNetNS(t *testing.T) {
+	t.Parallel() // each in a namespace of its own
 	c := newClusterNet(t)
 	_, netexecOut := c.startInNet(t, []string{"netexec", "--http-port=8083", "--udp-port=8084"}, nil, nil)
 	c.startInNet(t, []string{"serve-hostname", "--http=false", "--tcp", "--udp", "--port=9377"}, nil, nil)
@@ -66,22 +67,34 @@ func TestAgnhostInNetNS(t *testing.T) {
 		{"dial udp echo", `curl -g -q -s 'http://10.244.1.5:8083/dial?request=echo%20hello&protocol=udp&host=web&port=8084&tries=1'`, `^\{"responses":\["hello"\]\}$`},
 		{"dial nothing", `curl -g -q -s 'http://10.244.1.5:8083/dial?request=hostname&protocol=udp&host=10.244.1.5&port=1&tries=1'`, `^\{"errors":\["reading from udp connection failed\. err:'read udp .*: connection refused'"\]\}$`},
 		{"dial a name", `curl -g -q -s 'http://10.244.1.5:8083/dial?request=hostName&protocol=http&host=web.ns1.svc.cluster.local&port=8083&tries=1'`, `^\{"responses":\["srv-1"\]\}$`},
-		{"udp hostName", `echo hostName | nc -w 1 -u 10.244.1.5 8084`, `^srv-1$`},
-		{"udp envvar unset", `echo 'envvar NODE_NAME' | nc -w 1 -u 10.244.1.5 8084; echo "[$?]"`, `^\[0\]\n$`},
-		{"raw tcp to the http port", `echo hostName | nc -v -t -w 2 10.244.1.5 8083`, `^HTTP/1\.1 400 Bad Request\r\n`},
-		{"serve-hostname tcp", `echo hostName | nc -v -t -w 2 10.244.1.5 9377`, `^srv-1$`},
-		{"serve-hostname udp", `echo hostName | nc -v -u -w 2 10.244.1.5 9377`, `^srv-1$`},
-		{"porter udp", `echo x | nc -u -w 1 10.244.1.5 9090`, `^udp foo$`},
-		{"guestbook set through agnhost-primary", `curl -s 'http://10.244.1.5:8085/guestbook?cmd=set&key=messages&value=hi'`, `^\{"message":"Updated"\}$`},
-		{"guestbook get through agnhost-replica", `curl -s 'http://10.244.1.5:8085/guestbook?cmd=get&key=messages'`, `^\{"data":"hi"\}$`},
+		// The UDP clients end on nc's -w (no UDP peer closes): one shell runs them at once, so
+		// the test waits one -w, long enough for a loaded machine's slow reply.
+		{"udp servers", `echo hostName | nc -w 10 -u 10.244.1.5 8084 >/tmp/1 & echo 'envvar NODE_NAME' | nc -w 10 -u 10.244.1.5 8084 >/tmp/2 &
+			echo hostName | nc -v -u -w 10 10.244.1.5 9377 >/tmp/3 2>/dev/null & echo x | nc -u -w 10 10.244.1.5 9090 >/tmp/4 & wait
+			for f in 1 2 3 4; do echo "[$(cat /tmp/$f)]"; done`, `^\[srv-1\]\n\[\]\n\[srv-1\]\n\[udp foo\]\n$`},
+		{"raw tcp to the http port", `echo hostName | nc -v -t -w 10 10.244.1.5 8083`, `^HTTP/1\.1 400 Bad Request\r\n`},
+		{"serve-hostname tcp", `echo hostName | nc -v -t -w 10 10.244.1.5 9377`, `^srv-1$`},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			out, errOut, code := c.run(t, "agnhost", tc.script)
-			if code != 0 || !regexp.MustCompile(tc.want).MatchString(out) {
-				t.Errorf("%s\ncode %d stdout %q (want %q) stderr %q", tc.script, code, out, tc.want, errOut)
-			}
-		})
+	t.Run("clients", func(t *testing.T) {
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				out, errOut, code := c.run(t, "agnhost", tc.script)
+				if code != 0 || !regexp.MustCompile(tc.want).MatchString(out) {
+					t.Errorf("%s\ncode %d stdout %q (want %q) stderr %q", tc.script, code, out, tc.want, errOut)
+				}
+			})
+		}
+	})
+	// guestbook.go:239-270: set reaches agnhost-primary, then get agnhost-replica (in order).
+	for _, tc := range []struct{ script, want string }{
+		{`curl -s 'http://10.244.1.5:8085/guestbook?cmd=set&key=messages&value=hi'`, `^\{"message":"Updated"\}$`},
+		{`curl -s 'http://10.244.1.5:8085/guestbook?cmd=get&key=messages'`, `^\{"data":"hi"\}$`},
+	} {
+		out, errOut, code := c.run(t, "agnhost", tc.script)
+		if code != 0 || !regexp.MustCompile(tc.want).MatchString(out) {
+			t.Errorf("%s\ncode %d stdout %q (want %q) stderr %q", tc.script, code, out, tc.want, errOut)
+		}
 	}
 	// netexec.go:448: each /dial logs its request line.
 	if !regexp.MustCompile(`GET /dial\?host=10\.244\.1\.5&protocol=udp&port=8084&request=hostname&tries=2\n`).MatchString(netexecOut.String()) {
@@ -138,6 +151,7 @@ func (k *testPKI) issue(t *testing.T, dns []string, ips []net.IP, uri string) (k
 // pod certificate bundle, and the server echoes the client's SPIFFE identity
 // (test/e2e/auth/projected_podcertificate.go).
 func TestAgnhostMTLS(t *testing.T) {
+	t.Parallel() // each in a namespace of its own
 	c := newClusterNet(t)
 	pki := newTestPKI(t)
 	serverKey, serverCert, _ := pki.issue(t, []string{"mtls.ns1.svc.cluster.local"}, nil, "")
@@ -164,6 +178,7 @@ func TestAgnhostMTLS(t *testing.T) {
 // the issuer's discovery document and JWKS from the API server with the pod's in-cluster
 // credentials and verifies the projected token (test/e2e/auth/service_accounts.go:700-790).
 func TestAgnhostIssuerDiscovery(t *testing.T) {
+	t.Parallel() // each in a namespace of its own
 	c := newClusterNet(t)
 	pki := newTestPKI(t)
 	_, _, apiCert := pki.issue(t, []string{"kubernetes.default.svc.cluster.local"}, []net.IP{net.ParseIP(apiServerIP)}, "")

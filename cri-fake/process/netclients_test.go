@@ -118,6 +118,7 @@ func (c *clusterNet) run(t *testing.T, base, script string) (string, string, int
 // (test/e2e/network/dns_common.go:410-465, framework/service/jig.go:977) and with the output BIND
 // 9.18 and glibc print.
 func TestDNSClients(t *testing.T) {
+	t.Parallel() // each in a namespace of its own
 	c := newClusterNet(t)
 	tests := []struct {
 		name, base, script string
@@ -180,6 +181,7 @@ func TestDNSClients(t *testing.T) {
 
 // TestDNSTruncatedRetriesOverTCP: a truncated UDP answer is asked again over TCP, as resolvers do.
 func TestDNSTruncatedRetriesOverTCP(t *testing.T) {
+	t.Parallel() // each in a namespace of its own
 	c := newClusterNet(t)
 	c.dns.Truncate.Store(1)
 	out, errOut, code := c.run(t, "agnhost", "dig +short headless.ns1.svc.cluster.local | sort; getent hosts headless.ns1.svc.cluster.local | wc -l")
@@ -194,6 +196,7 @@ func TestDNSTruncatedRetriesOverTCP(t *testing.T) {
 // TestCurlAndNc runs curl and nc against servers in the namespace, in the forms the specs use
 // (test/e2e/framework/network/utils.go:307,454,490-502, common/node/lifecycle_hook.go:167).
 func TestCurlAndNc(t *testing.T) {
+	t.Parallel() // each in a namespace of its own
 	c := newClusterNet(t)
 	// A UDP echo and a TCP server that answers a line and closes, as agnhost's UDP and
 	// serve-hostname's TCP servers do.
@@ -244,19 +247,21 @@ func TestCurlAndNc(t *testing.T) {
 		{"curl -f", "curl -sS -f http://" + podIP + ":8080/missing", 22, `^$`, `^curl: \(22\) The requested URL returned error: 404\n$`},
 		{"curl --data posts", "curl -s --data msg=hi http://" + podIP + ":8080/echo", 0, `^POST hi$`, `^$`},
 		{"curl -i", "curl -s -i http://" + podIP + ":8080/hostname", 0, `(?s)^HTTP/1\.1 200 OK\r\n.*Content-Length: 5\r\n.*\r\n\r\nweb-0$`, `^$`},
-		{"curl refused", "curl -sS --connect-timeout 1 http://" + podIP + ":1/", 7, `^$`, `^curl: \(7\) Failed to connect to 10\.244\.1\.5 port 1 after \d+ ms: Could not connect to server\n$`},
+		{"curl refused", "curl -sS --connect-timeout 10 http://" + podIP + ":1/", 7, `^$`, `^curl: \(7\) Failed to connect to 10\.244\.1\.5 port 1 after \d+ ms: Could not connect to server\n$`},
 		{"curl refused silent", "curl -s http://" + podIP + ":1/", 7, `^$`, `^$`},
 		{"curl unknown host", "curl -sS http://nothing:8080/", 6, `^$`, `^curl: \(6\) Could not resolve host: nothing\n$`},
 		{"curl refused -w prints 000", "curl -s -o /dev/null -w %{http_code} http://" + podIP + ":1/", 7, `^000$`, `^$`},
-		{"nc udp", "echo hostName | nc -w 1 -u " + podIP + " 8081", 0, `^web-0$`, `^$`},
-		{"nc -v tcp", "echo hostName | nc -v -t -w 2 " + podIP + " 9376", 0, `^web-0$`, `^Connection to 10\.244\.1\.5 9376 port \[tcp/\*\] succeeded!\n$`},
-		{"nc -v udp by name", "echo hostName | nc -v -u -w 2 web 8081", 0, `^web-0$`, `^Connection to web 8081 port \[udp/\*\] succeeded!\n$`},
+		{"nc -v tcp", "echo hostName | nc -v -t -w 10 " + podIP + " 9376", 0, `^web-0$`, `^Connection to 10\.244\.1\.5 9376 port \[tcp/\*\] succeeded!\n$`},
+		// The UDP clients end on nc's -w (no UDP peer closes): one shell runs both at once.
+		{"nc udp, by IP and by name", "echo hostName | nc -w 10 -u " + podIP + " 8081 >/tmp/1 & echo hostName | nc -v -u -w 10 web 8081 >/tmp/2 & wait; cat /tmp/1; echo; cat /tmp/2", 0,
+			`^web-0\nweb-0$`, `^Connection to web 8081 port \[udp/\*\] succeeded!\n$`},
 		{"nc -z", "nc -z -v " + podIP + " 8080", 0, `^$`, `^Connection to 10\.244\.1\.5 8080 port \[tcp/http-alt\] succeeded!\n$`},
-		{"nc refused", "nc -w 1 " + podIP + " 1 </dev/null", 1, `^$`, `^nc: connect to 10\.244\.1\.5 port 1 \(tcp\) failed: Connection refused\n$`},
-		{"nc unknown host", "nc -w 1 nothing 80 </dev/null", 1, `^$`, `^nc: getaddrinfo for host "nothing" port 80: Name does not resolve\n$`},
+		{"nc refused", "nc -w 10 " + podIP + " 1 </dev/null", 1, `^$`, `^nc: connect to 10\.244\.1\.5 port 1 \(tcp\) failed: Connection refused\n$`},
+		{"nc unknown host", "nc -w 10 nothing 80 </dev/null", 1, `^$`, `^nc: getaddrinfo for host "nothing" port 80: Name does not resolve\n$`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			out, errOut, code := c.run(t, "agnhost", tc.script)
 			if code != tc.code || !regexp.MustCompile(tc.stdout).MatchString(out) || !regexp.MustCompile(tc.stderr).MatchString(errOut) {
 				t.Errorf("%s\ncode %d (want %d)\nstdout %q (want %q)\nstderr %q (want %q)", tc.script, code, tc.code, out, tc.stdout, errOut, tc.stderr)
