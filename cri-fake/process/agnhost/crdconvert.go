@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
@@ -43,26 +42,6 @@ func crdConversionWebhook(p *kernel.Proc, fs *pflag.FlagSet) func([]string) int 
 		srv.serve(p)
 		return waitEnd(p)
 	}
-}
-
-// conversionReview is apiextensions.k8s.io/v1 (and v1beta1) ConversionReview, as the API server
-// serialises it.
-type conversionReview struct {
-	metav1.TypeMeta `json:",inline"`
-	Request         *conversionRequest  `json:"request,omitempty"`
-	Response        *conversionResponse `json:"response,omitempty"`
-}
-
-type conversionRequest struct {
-	UID               string            `json:"uid"`
-	DesiredAPIVersion string            `json:"desiredAPIVersion"`
-	Objects           []json.RawMessage `json:"objects"`
-}
-
-type conversionResponse struct {
-	UID              string            `json:"uid"`
-	ConvertedObjects []json.RawMessage `json:"convertedObjects"`
-	Result           metav1.Status     `json:"result"`
 }
 
 // mediaSubtype is "json" or "yaml" for application/json and application/yaml (converter's
@@ -123,9 +102,8 @@ func serveConversion(k *klog, w http.ResponseWriter, r *http.Request) {
 		http.Error(w, msg, http.StatusBadRequest)
 		return
 	}
-	gvk := review.GroupVersionKind()
-	if gvk.Group != "apiextensions.k8s.io" || (gvk.Version != "v1" && gvk.Version != "v1beta1") || gvk.Kind != "ConversionReview" {
-		msg := fmt.Sprintf("Unsupported group version kind: %v", gvk)
+	if g, v, kind := review.gvk(); g != "apiextensions.k8s.io" || (v != "v1" && v != "v1beta1") || kind != "ConversionReview" {
+		msg := fmt.Sprintf("Unsupported group version kind: %v", review.gvkString())
 		http.Error(w, msg, http.StatusBadRequest)
 		return
 	}
@@ -135,7 +113,7 @@ func serveConversion(k *klog, w http.ResponseWriter, r *http.Request) {
 	resp := convertObjects(review.Request)
 	resp.UID = review.Request.UID
 	// framework.go:180: the request is reset, not dropped.
-	out := conversionReview{TypeMeta: review.TypeMeta, Request: &conversionRequest{}, Response: resp}
+	out := conversionReview{typeMeta: review.typeMeta, Request: &conversionRequest{}, Response: resp}
 	sub := outputSubtype(r.Header.Get("Accept"))
 	if sub == "" {
 		msg := fmt.Sprintf("invalid accept header `%s`", r.Header.Get("Accept"))
@@ -162,7 +140,7 @@ func serveConversion(k *klog, w http.ResponseWriter, r *http.Request) {
 // convertObjects is framework.go doConversionV1 with example_converter.go convertExampleCRD.
 func convertObjects(req *conversionRequest) *conversionResponse {
 	failure := func(format string, args ...any) *conversionResponse {
-		return &conversionResponse{Result: metav1.Status{Status: metav1.StatusFailure, Message: fmt.Sprintf(format, args...)}}
+		return &conversionResponse{Result: apiStatus{Status: statusFailure, Message: fmt.Sprintf(format, args...)}}
 	}
 	var converted []json.RawMessage
 	for _, raw := range req.Objects {
@@ -224,5 +202,5 @@ func convertObjects(req *conversionRequest) *conversionResponse {
 		}
 		converted = append(converted, out)
 	}
-	return &conversionResponse{ConvertedObjects: converted, Result: metav1.Status{Status: metav1.StatusSuccess}}
+	return &conversionResponse{ConvertedObjects: converted, Result: apiStatus{Status: statusSuccess}}
 }

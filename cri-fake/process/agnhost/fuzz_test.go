@@ -6,8 +6,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	admissionv1 "k8s.io/api/admission/v1"
 )
 
 // FuzzReviews feeds hostile bodies to the admission webhook's and the conversion webhook's
@@ -25,7 +23,7 @@ func FuzzReviews(f *testing.F) {
 	k := &klog{w: io.Discard}
 	handlers := []admitFunc{addLabel, mutatePods, denySpecificAttachment, admitConfigMaps, mutateConfigMaps,
 		admitCustomResource, mutateCustomResource, admitCRD,
-		func(ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
+		func(ar admissionReview) *admissionResponse {
 			return mutatePodsSidecar(ar, "img")
 		}}
 	f.Fuzz(func(t *testing.T, body string, which uint8) {

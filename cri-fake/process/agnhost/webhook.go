@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	admissionv1 "k8s.io/api/admission/v1"
-	admissionv1beta1 "k8s.io/api/admission/v1beta1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
 )
@@ -46,9 +43,8 @@ func webhook(p *kernel.Proc, fs *pflag.FlagSet) func([]string) int {
 	}
 }
 
-// admitFunc decides on one AdmissionReview v1 request (a v1beta1 one is converted to v1 and
-// back, as main.go newDelegateToV1AdmitHandler does).
-type admitFunc func(ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse
+// admitFunc decides on one AdmissionReview request (v1 and v1beta1 alike).
+type admitFunc func(ar admissionReview) *admissionResponse
 
 // admissionMux is webhook/main.go's routes.
 func admissionMux(p *kernel.Proc, sidecarImage string) *http.ServeMux {
@@ -57,19 +53,19 @@ func admissionMux(p *kernel.Proc, sidecarImage string) *http.ServeMux {
 	handle := func(path string, f admitFunc) {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) { serveAdmission(k, w, r, f) })
 	}
-	handle("/always-allow-delay-5s", func(admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
+	handle("/always-allow-delay-5s", func(admissionReview) *admissionResponse {
 		// alwaysallow.go: sleeps 5 s, then allows (the timeout specs rely on the delay).
 		sleepCtx(p, 5*time.Second)
-		return &admissionv1.AdmissionResponse{Allowed: true, Result: &metav1.Status{Message: "this webhook allows all requests"}}
+		return &admissionResponse{Allowed: true, Result: &apiStatus{Message: "this webhook allows all requests"}}
 	})
-	handle("/always-deny", func(admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
-		return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: "this webhook denies all requests"}}
+	handle("/always-deny", func(admissionReview) *admissionResponse {
+		return &admissionResponse{Allowed: false, Result: &apiStatus{Message: "this webhook denies all requests"}}
 	})
 	handle("/add-label", addLabel)
-	handle("/pods", func(ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse { return admitPods(p, ar) })
+	handle("/pods", func(ar admissionReview) *admissionResponse { return admitPods(p, ar) })
 	handle("/pods/attach", denySpecificAttachment)
 	handle("/mutating-pods", mutatePods)
-	handle("/mutating-pods-sidecar", func(ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
+	handle("/mutating-pods-sidecar", func(ar admissionReview) *admissionResponse {
 		return mutatePodsSidecar(ar, sidecarImage)
 	})
 	handle("/configmaps", admitConfigMaps)
@@ -95,7 +91,7 @@ func serveAdmission(k *klog, w http.ResponseWriter, r *http.Request, admit admit
 		k.printf('E', "main.go:113", "contentType=%s, expect application/json", ct)
 		return
 	}
-	var tm metav1.TypeMeta
+	var tm typeMeta
 	if err := json.Unmarshal(body, &tm); err != nil || tm.Kind == "" {
 		msg := fmt.Sprintf("Request could not be decoded: %v", decodeError(body, err))
 		k.printf('E', "main.go:123", "%s", msg)
@@ -103,26 +99,18 @@ func serveAdmission(k *klog, w http.ResponseWriter, r *http.Request, admit admit
 		return
 	}
 	var resp any
-	switch gv := tm.GroupVersionKind(); gv {
-	case admissionv1beta1.SchemeGroupVersion.WithKind("AdmissionReview"):
-		var req admissionv1beta1.AdmissionReview
+	switch tm.APIVersion {
+	case "admission.k8s.io/v1", "admission.k8s.io/v1beta1":
+		if tm.Kind != "AdmissionReview" {
+			break
+		}
+		var req admissionReview
 		if err := json.Unmarshal(body, &req); err != nil || req.Request == nil {
 			http.Error(w, fmt.Sprintf("Request could not be decoded: %v", decodeError(body, err)), http.StatusBadRequest)
 			return
 		}
-		out := admit(admissionv1.AdmissionReview{Request: requestToV1(req.Request)})
-		if out == nil {
-			panic(http.ErrAbortHandler) // see the v1 case
-		}
-		review := admissionv1beta1.AdmissionReview{TypeMeta: tm, Response: responseToV1beta1(out)}
-		review.Response.UID = req.Request.UID
-		resp = review
-	case admissionv1.SchemeGroupVersion.WithKind("AdmissionReview"):
-		var req admissionv1.AdmissionReview
-		if err := json.Unmarshal(body, &req); err != nil || req.Request == nil {
-			http.Error(w, fmt.Sprintf("Request could not be decoded: %v", decodeError(body, err)), http.StatusBadRequest)
-			return
-		}
+		// A v1beta1 review is answered through the same v1 handler (main.go
+		// newDelegateToV1AdmitHandler): the two versions' JSON is the same.
 		out := admit(req)
 		if out == nil {
 			// Upstream's handlers return nil for a resource they do not expect, and main.go then
@@ -131,9 +119,10 @@ func serveAdmission(k *klog, w http.ResponseWriter, r *http.Request, admit admit
 			panic(http.ErrAbortHandler)
 		}
 		out.UID = req.Request.UID
-		resp = admissionv1.AdmissionReview{TypeMeta: tm, Response: out}
-	default:
-		msg := fmt.Sprintf("Unsupported group version kind: %v", gv)
+		resp = admissionReview{typeMeta: tm, Response: out}
+	}
+	if resp == nil {
+		msg := fmt.Sprintf("Unsupported group version kind: %v", tm.gvkString())
 		k.printf('E', "main.go:156", "%s", msg)
 		http.Error(w, msg, http.StatusBadRequest)
 		return
@@ -162,37 +151,15 @@ func truncate(s string, n int) string {
 	return s
 }
 
-func requestToV1(r *admissionv1beta1.AdmissionRequest) *admissionv1.AdmissionRequest {
-	if r == nil {
-		return nil
-	}
-	return &admissionv1.AdmissionRequest{
-		UID: r.UID, Kind: r.Kind, Resource: r.Resource, SubResource: r.SubResource, RequestKind: r.RequestKind,
-		RequestResource: r.RequestResource, RequestSubResource: r.RequestSubResource, Name: r.Name, Namespace: r.Namespace,
-		Operation: admissionv1.Operation(r.Operation), UserInfo: r.UserInfo, Object: r.Object, OldObject: r.OldObject,
-		DryRun: r.DryRun, Options: r.Options,
-	}
-}
-
-func responseToV1beta1(r *admissionv1.AdmissionResponse) *admissionv1beta1.AdmissionResponse {
-	var pt *admissionv1beta1.PatchType
-	if r.PatchType != nil {
-		t := admissionv1beta1.PatchType(*r.PatchType)
-		pt = &t
-	}
-	return &admissionv1beta1.AdmissionResponse{UID: r.UID, Allowed: r.Allowed, Result: r.Result, Patch: r.Patch,
-		PatchType: pt, AuditAnnotations: r.AuditAnnotations, Warnings: r.Warnings}
-}
-
 // errorResponse is convert.go toV1AdmissionResponse: not allowed, with the error as message.
-func errorResponse(err error) *admissionv1.AdmissionResponse {
-	return &admissionv1.AdmissionResponse{Result: &metav1.Status{Message: err.Error()}}
+func errorResponse(err error) *admissionResponse {
+	return &admissionResponse{Result: &apiStatus{Message: err.Error()}}
 }
 
 // jsonPatch is a response allowing the request with a JSON patch.
-func jsonPatch(patch string) *admissionv1.AdmissionResponse {
-	pt := admissionv1.PatchTypeJSONPatch
-	return &admissionv1.AdmissionResponse{Allowed: true, Patch: []byte(patch), PatchType: &pt}
+func jsonPatch(patch string) *admissionResponse {
+	pt := "JSONPatch"
+	return &admissionResponse{Allowed: true, Patch: []byte(patch), PatchType: &pt}
 }
 
 // The patches of addlabel.go, pods.go, configmap.go and customresource.go, byte for byte.
@@ -228,9 +195,8 @@ type objectMeta struct {
 
 // podObject is what the pod handlers read of a Pod (upstream decodes a corev1.Pod).
 type podObject struct {
-	metav1.TypeMeta `json:",inline"`
-	Metadata        objectMeta `json:"metadata"`
-	Spec            struct {
+	Metadata objectMeta `json:"metadata"`
+	Spec     struct {
 		Containers     []struct{ Name string } `json:"containers"`
 		InitContainers []struct{ Name string } `json:"initContainers"`
 	} `json:"spec"`
@@ -243,15 +209,15 @@ type dataObject struct {
 	Data     map[string]string `json:"data"`
 }
 
-var podResource = metav1.GroupVersionResource{Group: "", Version: "v1", Resource: "pods"}
-var configMapResource = metav1.GroupVersionResource{Group: "", Version: "v1", Resource: "configmaps"}
+var podResource = groupVersionResource{Group: "", Version: "v1", Resource: "pods"}
+var configMapResource = groupVersionResource{Group: "", Version: "v1", Resource: "configmaps"}
 
 // addLabel is addlabel.go: the added-label=yes label, added or set by patch.
-func addLabel(ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
+func addLabel(ar admissionReview) *admissionResponse {
 	var obj struct {
 		Metadata objectMeta `json:"metadata,omitempty"`
 	}
-	if err := json.Unmarshal(ar.Request.Object.Raw, &obj); err != nil {
+	if err := json.Unmarshal(ar.Request.Object, &obj); err != nil {
 		return errorResponse(err)
 	}
 	v, has := obj.Metadata.Labels["added-label"]
@@ -263,7 +229,7 @@ func addLabel(ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
 	case v != "yes":
 		return jsonPatch(updateLabelPatch)
 	}
-	return &admissionv1.AdmissionResponse{Allowed: true}
+	return &admissionResponse{Allowed: true}
 }
 
 func decodePod(raw []byte) (podObject, error) {
@@ -274,15 +240,15 @@ func decodePod(raw []byte) (podObject, error) {
 
 // admitPods is pods.go admitPods: a pod labelled webhook-e2e-test=webhook-disallow or with a
 // container named *webhook-disallow* is denied; =wait-forever never gets an answer.
-func admitPods(p *kernel.Proc, ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
+func admitPods(p *kernel.Proc, ar admissionReview) *admissionResponse {
 	if ar.Request.Resource != podResource {
 		return errorResponse(fmt.Errorf("expect resource to be %s", podResource))
 	}
-	pod, err := decodePod(ar.Request.Object.Raw)
+	pod, err := decodePod(ar.Request.Object)
 	if err != nil {
 		return errorResponse(err)
 	}
-	resp := &admissionv1.AdmissionResponse{Allowed: true}
+	resp := &admissionResponse{Allowed: true}
 	var msg string
 	if v, ok := pod.Metadata.Labels["webhook-e2e-test"]; ok {
 		if v == "webhook-disallow" {
@@ -303,7 +269,7 @@ func admitPods(p *kernel.Proc, ar admissionv1.AdmissionReview) *admissionv1.Admi
 		}
 	}
 	if !resp.Allowed {
-		resp.Result = &metav1.Status{Message: strings.TrimSpace(msg)}
+		resp.Result = &apiStatus{Message: strings.TrimSpace(msg)}
 	}
 	return resp
 }
@@ -318,31 +284,31 @@ func hasContainer(cs []struct{ Name string }, name string) bool {
 }
 
 // applyPodPatch is pods.go applyPodPatch.
-func applyPodPatch(ar admissionv1.AdmissionReview, should func(podObject) bool, patch string) *admissionv1.AdmissionResponse {
+func applyPodPatch(ar admissionReview, should func(podObject) bool, patch string) *admissionResponse {
 	if ar.Request.Resource != podResource {
 		return nil
 	}
-	pod, err := decodePod(ar.Request.Object.Raw)
+	pod, err := decodePod(ar.Request.Object)
 	if err != nil {
 		return errorResponse(err)
 	}
 	if should(pod) {
 		return jsonPatch(patch)
 	}
-	return &admissionv1.AdmissionResponse{Allowed: true}
+	return &admissionResponse{Allowed: true}
 }
 
 // mutatePods is pods.go mutatePods: webhook-to-be-mutated gets an init container.
-func mutatePods(ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
+func mutatePods(ar admissionReview) *admissionResponse {
 	return applyPodPatch(ar, func(pod podObject) bool {
 		return pod.Metadata.Name == "webhook-to-be-mutated" && !hasContainer(pod.Spec.InitContainers, "webhook-added-init-container")
 	}, podsInitContainerPatch)
 }
 
 // mutatePodsSidecar is pods.go mutatePodsSidecar.
-func mutatePodsSidecar(ar admissionv1.AdmissionReview, image string) *admissionv1.AdmissionResponse {
+func mutatePodsSidecar(ar admissionReview, image string) *admissionResponse {
 	if image == "" {
-		return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Status: "Failure", Message: "No image specified by the sidecar-image parameter", Code: 500}}
+		return &admissionResponse{Allowed: false, Result: &apiStatus{Status: "Failure", Message: "No image specified by the sidecar-image parameter", Code: 500}}
 	}
 	return applyPodPatch(ar, func(pod podObject) bool {
 		return !hasContainer(pod.Spec.Containers, "webhook-added-sidecar")
@@ -351,9 +317,9 @@ func mutatePodsSidecar(ar admissionv1.AdmissionReview, image string) *admissionv
 
 // denySpecificAttachment is pods.go: attaching to container1 of to-be-attached-pod with stdin
 // is denied.
-func denySpecificAttachment(ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
+func denySpecificAttachment(ar admissionReview) *admissionResponse {
 	if ar.Request.Name != "to-be-attached-pod" {
-		return &admissionv1.AdmissionResponse{Allowed: true}
+		return &admissionResponse{Allowed: true}
 	}
 	if ar.Request.Resource != podResource {
 		return errorResponse(fmt.Errorf("expect resource to be %s, got %s", podResource, ar.Request.Resource))
@@ -365,60 +331,60 @@ func denySpecificAttachment(ar admissionv1.AdmissionReview) *admissionv1.Admissi
 		Stdin     bool   `json:"stdin,omitempty"`
 		Container string `json:"container,omitempty"`
 	}
-	if err := json.Unmarshal(ar.Request.Object.Raw, &opts); err != nil {
+	if err := json.Unmarshal(ar.Request.Object, &opts); err != nil {
 		return errorResponse(err)
 	}
 	if !opts.Stdin || opts.Container != "container1" {
-		return &admissionv1.AdmissionResponse{Allowed: true}
+		return &admissionResponse{Allowed: true}
 	}
-	return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: "attaching to pod 'to-be-attached-pod' is not allowed"}}
+	return &admissionResponse{Allowed: false, Result: &apiStatus{Message: "attaching to pod 'to-be-attached-pod' is not allowed"}}
 }
 
 // admitData is configmap.go admitConfigMaps and customresource.go admitCustomResource: data
 // webhook-e2e-test=webhook-disallow denies a create or update, =webhook-nondeletable a delete.
-func admitData(ar admissionv1.AdmissionReview, what string) *admissionv1.AdmissionResponse {
-	raw := ar.Request.Object.Raw
-	if ar.Request.Operation == admissionv1.Delete {
-		raw = ar.Request.OldObject.Raw
+func admitData(ar admissionReview, what string) *admissionResponse {
+	raw := ar.Request.Object
+	if ar.Request.Operation == opDelete {
+		raw = ar.Request.OldObject
 	}
 	var obj dataObject
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return errorResponse(err)
 	}
-	resp := &admissionv1.AdmissionResponse{Allowed: true}
+	resp := &admissionResponse{Allowed: true}
 	v, ok := obj.Data["webhook-e2e-test"]
 	op := ar.Request.Operation
-	if ok && v == "webhook-disallow" && (op == admissionv1.Create || op == admissionv1.Update) {
+	if ok && v == "webhook-disallow" && (op == opCreate || op == opUpdate) {
 		resp.Allowed = false
 		reason := "the configmap contains unwanted key and value"
 		if what == "custom resource" {
 			reason = "the custom resource contains unwanted data"
 		}
-		resp.Result = &metav1.Status{Reason: metav1.StatusReason(reason)}
+		resp.Result = &apiStatus{Reason: reason}
 	}
-	if ok && v == "webhook-nondeletable" && op == admissionv1.Delete {
+	if ok && v == "webhook-nondeletable" && op == opDelete {
 		resp.Allowed = false
-		resp.Result = &metav1.Status{Reason: metav1.StatusReason("the " + what + " cannot be deleted because it contains unwanted key and value")}
+		resp.Result = &apiStatus{Reason: ("the " + what + " cannot be deleted because it contains unwanted key and value")}
 	}
 	return resp
 }
 
-func admitConfigMaps(ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
+func admitConfigMaps(ar admissionReview) *admissionResponse {
 	if ar.Request.Resource != configMapResource {
 		return nil
 	}
 	return admitData(ar, "configmap")
 }
 
-func admitCustomResource(ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
+func admitCustomResource(ar admissionReview) *admissionResponse {
 	return admitData(ar, "custom resource")
 }
 
 // mutateData is configmap.go mutateConfigmaps and customresource.go mutateCustomResource: a
 // two-stage mutation keyed on the data.
-func mutateData(ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
+func mutateData(ar admissionReview) *admissionResponse {
 	var obj dataObject
-	if err := json.Unmarshal(ar.Request.Object.Raw, &obj); err != nil {
+	if err := json.Unmarshal(ar.Request.Object, &obj); err != nil {
 		return errorResponse(err)
 	}
 	patch := ""
@@ -429,40 +395,40 @@ func mutateData(ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
 		patch = dataStage2Patch
 	}
 	if patch == "" {
-		return &admissionv1.AdmissionResponse{Allowed: true}
+		return &admissionResponse{Allowed: true}
 	}
 	return jsonPatch(patch)
 }
 
-func mutateConfigMaps(ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
+func mutateConfigMaps(ar admissionReview) *admissionResponse {
 	if ar.Request.Resource != configMapResource {
 		return nil
 	}
 	return mutateData(ar)
 }
 
-func mutateCustomResource(ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
+func mutateCustomResource(ar admissionReview) *admissionResponse {
 	return mutateData(ar)
 }
 
 // admitCRD is crd.go admitCRD: a CustomResourceDefinition labelled
 // webhook-e2e-test=webhook-disallow is denied.
-func admitCRD(ar admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
-	v1beta1 := metav1.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1beta1", Resource: "customresourcedefinitions"}
-	v1 := metav1.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+func admitCRD(ar admissionReview) *admissionResponse {
+	v1beta1 := groupVersionResource{Group: "apiextensions.k8s.io", Version: "v1beta1", Resource: "customresourcedefinitions"}
+	v1 := groupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	if ar.Request.Resource != v1beta1 && ar.Request.Resource != v1 {
 		return errorResponse(fmt.Errorf("expect resource to be one of [%v, %v] but got %v", v1beta1, v1, ar.Request.Resource))
 	}
 	var crd struct {
 		Metadata objectMeta `json:"metadata"`
 	}
-	if err := json.Unmarshal(ar.Request.Object.Raw, &crd); err != nil {
+	if err := json.Unmarshal(ar.Request.Object, &crd); err != nil {
 		return errorResponse(err)
 	}
-	resp := &admissionv1.AdmissionResponse{Allowed: true}
+	resp := &admissionResponse{Allowed: true}
 	if crd.Metadata.Labels["webhook-e2e-test"] == "webhook-disallow" {
 		resp.Allowed = false
-		resp.Result = &metav1.Status{Message: "the crd contains unwanted label"}
+		resp.Result = &apiStatus{Message: "the crd contains unwanted label"}
 	}
 	return resp
 }
