@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -267,6 +268,11 @@ func (s *shell) runLines(ps *parser, l *list, sio kernel.Stdio) error {
 
 func (s *shell) lookup(name string) (string, bool) {
 	v, ok := s.vars[name]
+	if !ok && name == "RANDOM" {
+		// ash's dynamic $RANDOM (ASH_RANDOM_SUPPORT): 0..32767, a new one at each read. An
+		// assignment makes it a plain variable here (ash would reseed).
+		return strconv.Itoa(rand.IntN(32768)), true
+	}
 	return v, ok
 }
 
@@ -1337,7 +1343,7 @@ func builtinExec(s *shell, args []string, sio kernel.Stdio) int {
 	s.exitReq, s.exitCode = true, 0
 	// The shell is gone: no EXIT trap runs after a successful exec.
 	s.sig.mu.Lock()
-	delete(s.sig.traps, "EXIT")
+	s.setTrap("EXIT", "", true)
 	s.sig.mu.Unlock()
 	return 0
 }
