@@ -77,14 +77,14 @@ func TestMarkdownLinksResolve(t *testing.T) {
 // The anchors are made as GitHub makes them; the cases are headings this repository has.
 func TestHeadingAnchor(t *testing.T) {
 	for heading, want := range map[string]string{
-		"A whole cluster on the fakes":                                  "a-whole-cluster-on-the-fakes",
-		"`harness cluster up`: a whole cluster on the fakes":            "harness-cluster-up-a-whole-cluster-on-the-fakes",
-		"`harness ui`: the live boundary view in a browser":             "harness-ui-the-live-boundary-view-in-a-browser",
-		"Processes: the simulation plugged in":                          "processes-the-simulation-plugged-in",
-		"What is simulated, and what is not":                            "what-is-simulated-and-what-is-not",
+		"A whole cluster on the fakes":                                 "a-whole-cluster-on-the-fakes",
+		"`harness cluster up`: a whole cluster on the fakes":           "harness-cluster-up-a-whole-cluster-on-the-fakes",
+		"`harness ui`: the live boundary view in a browser":            "harness-ui-the-live-boundary-view-in-a-browser",
+		"Processes: the simulation plugged in":                         "processes-the-simulation-plugged-in",
+		"What is simulated, and what is not":                           "what-is-simulated-and-what-is-not",
 		"Unit tests of CRI and CSI clients, beside the upstream fakes": "unit-tests-of-cri-and-csi-clients-beside-the-upstream-fakes",
-		"cri-fake → runc":                                               "cri-fake--runc",
-		"Kill -9, 300 rounds":                                           "kill--9-300-rounds",
+		"cri-fake → runc":                                              "cri-fake--runc",
+		"Kill -9, 300 rounds":                                          "kill--9-300-rounds",
 	} {
 		if got := anchor(heading); got != want {
 			t.Errorf("anchor(%q) = %q, want %q", heading, got, want)
