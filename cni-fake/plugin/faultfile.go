@@ -100,7 +100,7 @@ func (f FaultFile) read() (rules.File, error) {
 // update rewrites the file under a lock of its own (Path + ".lock"), by renaming a complete new
 // file over it, so that cni-fake never reads half a file.
 func (f FaultFile) update(change func(*rules.File) error) error {
-	lock, err := os.OpenFile(f.Path+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	lock, err := os.OpenFile(f.Path+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
 	}
@@ -122,5 +122,5 @@ func (f FaultFile) update(change func(*rules.File) error) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(f.Path, append(b, '\n'), 0o644)
+	return atomicfile.Write(f.Path, append(b, '\n'), 0o600)
 }

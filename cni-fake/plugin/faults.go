@@ -263,12 +263,13 @@ func (p *Call) faultFields(args *skel.CmdArgs) rules.Fields {
 
 // updateFaultState runs f on the state in path under the file's flock and writes it back.
 func updateFaultState(path string, f func(*faultState)) error {
-	file, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	const flags = os.O_RDWR | os.O_CREATE | syscall.O_NOFOLLOW | syscall.O_CLOEXEC
+	file, err := os.OpenFile(path, flags, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
-		file, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		file, err = os.OpenFile(path, flags, 0o600)
 	}
 	if err != nil {
 		return err
