@@ -50,6 +50,11 @@ func (f FaultFile) Add(rs ...rules.Rule) ([]string, error) {
 			file.Rules = append(file.Rules, r)
 			ids = append(ids, r.ID)
 		}
+		// The whole file as the next call will load it: a set too big (rules.MaxRules,
+		// rules.MaxMatchBytes) is refused now, not at every CNI call that reads it.
+		if _, err := newFaultSet(nil).Add(file.Rules...); err != nil {
+			return configError("%s: %v", f.Path, err)
+		}
 		return nil
 	})
 	return ids, err
@@ -121,6 +126,10 @@ func (f FaultFile) update(change func(*rules.File) error) error {
 	b, err := json.MarshalIndent(file, "", "  ")
 	if err != nil {
 		return err
+	}
+	if len(b)+1 > maxFaultsFile {
+		// cni-fake refuses a larger file at every call: every CNI ADD would fail until it shrank.
+		return configError("%s: the rules would take %d bytes, more than the %d cni-fake reads: remove some, or clear them", f.Path, len(b)+1, maxFaultsFile)
 	}
 	return atomicfile.Write(f.Path, append(b, '\n'), 0o600)
 }
