@@ -112,5 +112,40 @@ func TempDir(t testing.TB, prefix string) string {
 	return p
 }
 
+// helperEnv names the test a test binary run by TestCommand is to act out.
+const helperEnv = "PLUGSIM_LOCALUSER_HELPER"
+
+// Helper reports whether this process is a test binary TestCommand started to run the test called
+// name as the other user. That test does the user's part (what a command-line tool would do, when no
+// such tool can be counted on: an HTTP request, a socket) when Helper says so, and returns at once
+// otherwise.
+func Helper(name string) bool { return os.Getenv(helperEnv) == name }
+
+// TestCommand returns a command that runs this test binary's test called name as the user, with env
+// added to its environment. The binary is copied where the user can execute it (the go tool builds it
+// in a directory only root may enter); the copy goes when the test ends.
+func (u *User) TestCommand(t testing.TB, name string, env ...string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := TempDir(t, "plugsim-testbin")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, filepath.Base(exe))
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := u.Command("", bin, "-test.run=^"+name+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(append(cmd.Env, helperEnv+"="+name), env...)
+	return cmd
+}
+
 // String names the user in messages.
 func (u *User) String() string { return fmt.Sprintf("%s (uid %d)", u.Name, u.UID) }

@@ -28,7 +28,7 @@ const Wait = 3 * time.Minute
 
 // viewLine is what `harness ui`, `harness up --ui` and `harness cluster up --ui` print once the view
 // listens.
-var viewLine = regexp.MustCompile(`live boundary view on (http://\S+/)`)
+var viewLine = regexp.MustCompile(`live boundary view on (http://\S+)`)
 
 // StartView starts a harness command that serves the view (its --ui or --addr 127.0.0.1:0) and
 // returns the page's URL from what it prints; the command gets SIGTERM when the test ends.
