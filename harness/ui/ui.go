@@ -38,7 +38,7 @@
 // What the server holds is bounded whatever a client does: the ring (Capacity calls, MaxBytes), the
 // event streams (MaxClients at once, each with at most maxClientQueueBytes queued and writes that
 // must progress within WriteTimeout, or the stream is dropped), an export (each call once, at most
-// the ring), a fault rule's body (maxRuleBody; the fakes bound their rules: harness/faults/rules).
+// the ring), a fault rule's body (1 MiB; the fakes bound their rules: harness/faults/rules).
 package ui
 
 import (
@@ -93,9 +93,10 @@ const (
 	// DefaultWriteTimeout is how long one write to a page may block (its reader stopped reading)
 	// before the stream is dropped; the page reconnects by itself, resuming after the last call it got.
 	DefaultWriteTimeout = 30 * time.Second
-	// maxRuleBody bounds a fault rule's JSON (the rules' own bounds are far below it), maxExportBody
-	// an export's list of ids (Capacity ids of 20 digits fit).
-	maxRuleBody   = 64 << 10
+	// maxRuleBody bounds a fault rule's JSON, as the admin socket does (the rules' own bounds,
+	// harness/faults/rules, are far below it and say which one a rule broke); maxExportBody an
+	// export's list of ids (Capacity ids of 20 digits fit).
+	maxRuleBody   = 1 << 20
 	maxExportBody = 1 << 20
 	// TokenHeader carries the view's token on every /api/ request but the event stream's.
 	TokenHeader = "X-Plugsim-UI"
