@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugsim/plugsim/harness/trace"
 	"github.com/plugsim/plugsim/harness/ui"
 	"github.com/plugsim/plugsim/harness/wiring"
 	"github.com/plugsim/plugsim/internal/testbin"
@@ -240,4 +241,76 @@ func summaryLine(out string) string {
 		}
 	}
 	return lastLines(out, 2)
+}
+
+// Issue 24, 2: a silent rule per guess of the password's first character, added through the view, and
+// the matched counts read back, recovered a `crictl pull --creds` password. Rules now see the request
+// as the trace shows it: every guess matches nothing, and the one pattern that matches is the
+// redaction itself.
+func TestRulesCannotReadACrictlPassword(t *testing.T) {
+	dir := t.TempDir()
+	url := upWithUI(t, dir)
+	base, token, _ := strings.Cut(url, "/#token=")
+	base = strings.TrimSuffix(base, "/")
+	if token == "" {
+		token = "1" // a view from before the token: the header it wanted
+	}
+	api := func(method, path, body string) *http.Response {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set(ui.TokenHeader, token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	guesses := []string{"a*", "p*", "s*", "s3*", "s3cret"}
+	for _, g := range append(guesses, "\\*\\*\\*stripped\\*\\*\\*") {
+		rule, _ := json.Marshal(map[string]any{"method": "PullImage", "match": map[string]string{"auth.password": g}, "after": 1_000_000_000, "code": "Unavailable"})
+		if resp := api("POST", "/api/faults/cri-fake", string(rule)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("add the rule for %q: %s", g, resp.Status)
+		}
+	}
+	crictl := exec.Command(testbin.Path(t, "crictl"), "--config", filepath.Join(dir, "crictl.yaml"), "pull", "--creds", "alice:s3cret", "busybox")
+	if out, err := crictl.CombinedOutput(); err != nil {
+		t.Fatalf("crictl pull --creds: %v\n%s", err, out)
+	}
+	resp := api("GET", "/api/faults", "")
+	var list struct {
+		Targets []struct {
+			Name  string
+			Rules []struct {
+				Match   map[string]string
+				Matched int
+			}
+		}
+	}
+	json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	for _, tg := range list.Targets {
+		if tg.Name != "cri-fake" {
+			continue
+		}
+		if len(tg.Rules) != len(guesses)+1 {
+			t.Fatalf("cri-fake lists %d rules, want %d", len(tg.Rules), len(guesses)+1)
+		}
+		for i, r := range tg.Rules {
+			want := 0
+			if i == len(guesses) {
+				want = 1 // what the trace shows: ***stripped***
+			}
+			if r.Matched != want {
+				t.Errorf("the rule matching auth.password %q matched %d pulls, want %d", r.Match["auth.password"], r.Matched, want)
+			}
+		}
+	}
+	evs, err := trace.ReadFile(filepath.Join(dir, "var/log/plugsim/cri.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Method == "PullImage" && (strings.Contains(string(ev.Request), "s3cret") || !strings.Contains(string(ev.Request), trace.Redacted)) {
+			t.Errorf("the trace's PullImage request: %s", ev.Request)
+		}
+	}
 }
