@@ -24,9 +24,10 @@ import (
 const StateFile = "harness.json"
 
 // StateSkip are the subtrees of a node's directory that PrepareDir and ReadState do not walk: the
-// pods' own data (the volumes a kubelet run with --root-dir DIR/var/lib/kubelet makes for them),
-// which belongs to whatever user a container runs as.
-var StateSkip = []string{"var/lib/kubelet/pods"}
+// pods' own data (the volumes a kubelet run with --root-dir DIR/var/lib/kubelet makes for them, and
+// cri-fake's root directory with the pods' logs, network namespaces and, with real containers, their
+// file systems), which belongs to whatever user a container runs as.
+var StateSkip = []string{"var/lib/kubelet/pods", "var/lib/cri-fake"}
 
 // PrepareDir makes a node's directory for `harness up` (0700 when new) and refuses one another local
 // user made or could change (see internal/statedir).
