@@ -82,6 +82,16 @@ const (
 	// chain it was part of (recorded when the whole chain has returned) before it is shown alone:
 	// a CNI call the harness made itself (a scenario's cni step) has no such record.
 	cniFoldWait = 2 * time.Second
+	// cniChainWait is how long a line of a call cri-fake made waits instead: cri-fake records every
+	// chain it runs, but only once the plugins after cni-fake (portmap and the iptables commands it
+	// runs) have returned, which took more than cniFoldWait on a loaded machine, and the ADD was then
+	// drawn twice. The record folds the line as soon as it arrives; the wait only bounds a record that
+	// never comes.
+	cniChainWait = time.Minute
+	// chainRecorder is the caller cni-fake's line names when cri-fake ran it (cni-fake's default).
+	chainRecorder = "cri-fake"
+	// maxHeld bounds the plugin lines waiting for their chain's record; past it the oldest are shown.
+	maxHeld = 10000
 	// maxClientQueue bounds the batches queued for one page, and maxClientQueueBytes their size; a
 	// page that falls further behind loses batches (and is told how many calls it lost) rather than
 	// growing the server's memory.
@@ -175,7 +185,7 @@ type Server struct {
 	mu      sync.Mutex
 	pending []trace.Event
 	held    []arrival // cni-fake's own lines waiting for their chain's record
-	chains  []arrival // the runtime's records of whole chains, kept cniFoldWait for those lines
+	chains  []arrival // the runtime's records of whole chains, kept 2*cniFoldWait for those lines
 	ring    []stored  // ids increasing
 	bytes   int
 	nextID  uint64
@@ -311,39 +321,43 @@ func (s *Server) flush(now time.Time) {
 		}
 	}
 	s.pending = s.pending[:0]
-	// The plugin lines that waited long enough join the batch; FoldCNI over the chains seen
-	// recently and the batch drops those a chain's record covers.
-	keep := s.held[:0]
-	for _, h := range s.held {
-		if now.Sub(h.at) >= cniFoldWait {
-			batch = append(batch, h.ev)
-		} else {
-			keep = append(keep, h)
-		}
-	}
-	s.held = keep
-	recent := s.chains[:0]
-	for _, c := range s.chains {
-		if now.Sub(c.at) < 2*cniFoldWait {
-			recent = append(recent, c)
-		}
-	}
-	s.chains = recent
-	if len(batch) == 0 {
-		s.mu.Unlock()
-		return
-	}
-	in := make([]trace.Event, 0, len(s.chains)+len(batch))
-	for _, c := range s.chains {
-		in = append(in, c.ev)
-	}
-	in = append(in, batch...)
-	folded := diagram.FoldCNI(in)[len(s.chains):] // chains are never dropped, so they lead the result
+	// The chains seen recently, this batch's among them, fold the plugin lines they cover (FoldCNI's
+	// key: the verb and the container ID); a line a chain's record will not come for joins the batch
+	// once it has waited long enough (holdFor).
+	old := len(s.chains)
 	for _, ev := range batch {
 		if ev.Interface == trace.CNI && !pluginLine(ev) {
 			s.chains = append(s.chains, arrival{ev, now})
 		}
 	}
+	covered := map[foldKey]bool{}
+	for _, c := range s.chains {
+		covered[foldKeyOf(c.ev)] = true
+	}
+	keep := s.held[:0]
+	for i, h := range s.held {
+		switch {
+		case covered[foldKeyOf(h.ev)]: // drawn as its chain's record
+		case now.Sub(h.at) >= holdFor(h.ev) || len(s.held)-i > maxHeld: // the oldest first
+			batch = append(batch, h.ev)
+		default:
+			keep = append(keep, h)
+		}
+	}
+	clear(s.held[len(keep):])
+	s.held = keep
+	if len(batch) == 0 {
+		s.expireChains(now)
+		s.mu.Unlock()
+		return
+	}
+	in := make([]trace.Event, 0, old+len(batch))
+	for _, c := range s.chains[:old] {
+		in = append(in, c.ev)
+	}
+	in = append(in, batch...)
+	folded := diagram.FoldCNI(in)[old:] // chains are never dropped, so they lead the result
+	s.expireChains(now)
 	folded = collect.Merge(folded)
 	sums := make([]Summary, 0, len(folded))
 	for _, ev := range folded {
@@ -355,6 +369,33 @@ func (s *Server) flush(now time.Time) {
 	s.stats.Shown += uint64(len(sums))
 	s.broadcastLocked(sums)
 	s.mu.Unlock()
+}
+
+// foldKey is what ties cni-fake's own line of a call to the runtime's record of its chain.
+type foldKey struct{ method, container string }
+
+func foldKeyOf(ev trace.Event) foldKey { return foldKey{ev.Method, ev.Attrs["containerID"]} }
+
+// holdFor is how long a plugin line waits for its chain's record: a minute for a call cri-fake made
+// (it records every chain), cniFoldWait for any other (a scenario's own CNI step has no record).
+func holdFor(ev trace.Event) time.Duration {
+	if ev.Caller == chainRecorder {
+		return cniChainWait
+	}
+	return cniFoldWait
+}
+
+// expireChains forgets the chains' records old enough that no line of theirs can still arrive (a
+// line is written before its chain's record, and the feeds poll every 100 ms).
+func (s *Server) expireChains(now time.Time) {
+	recent := s.chains[:0]
+	for _, c := range s.chains {
+		if now.Sub(c.at) < 2*cniFoldWait {
+			recent = append(recent, c)
+		}
+	}
+	clear(s.chains[len(recent):])
+	s.chains = recent
 }
 
 func eventSize(ev trace.Event) int {
