@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -386,26 +385,31 @@ func TestOtherUsersRequests(t *testing.T) {
 // streams at once; a stream whose reader stopped has at most maxClientQueueBytes queued, and is dropped
 // once a write has blocked for WriteTimeout.
 func TestEventStreamsAreBounded(t *testing.T) {
-	s := New(Options{Capacity: 5000, MaxBytes: 1 << 30, Backlog: 5000, WriteTimeout: 500 * time.Millisecond})
-	big := func(n int) {
-		for i := range n {
-			s.receive("f", trace.Event{Time: time.Now(), Interface: trace.CRI, Caller: "kubelet", Callee: "cri-fake", Method: "Version", Code: "Unknown", Error: fmt.Sprint(i) + strings.Repeat("e", 8<<10)})
+	// A view with ~50 MB of summaries in its backlog (more than a socket's buffers hold), and a reader
+	// that sends its request and never reads.
+	stalled := func(writeTimeout time.Duration) (*Server, func(n int)) {
+		s := New(Options{Capacity: 5000, MaxBytes: 1 << 30, Backlog: 5000, WriteTimeout: writeTimeout})
+		big := func(n int) {
+			for i := range n {
+				s.receive("f", trace.Event{Time: time.Now(), Interface: trace.CRI, Caller: "kubelet", Callee: "cri-fake", Method: "Version", Code: "Unknown", Error: fmt.Sprint(i) + strings.Repeat("e", 8<<10)})
+			}
+			s.flush(time.Now())
 		}
-		s.flush(time.Now())
+		big(3000)
+		hs := httptest.NewServer(s.Handler("127.0.0.1:0"))
+		t.Cleanup(hs.Close)
+		conn, err := net.Dial("tcp", hs.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		fmt.Fprintf(conn, "GET /api/events?token=%s HTTP/1.1\r\nHost: %s\r\n\r\n", s.Token(), hs.Listener.Addr())
+		waitFor(t, "the stream registered", func() bool { return s.Stats().Clients == 1 })
+		return s, big
 	}
-	big(3000) // ~50 MB of summaries in the backlog: more than a socket's buffers hold
-	hs := httptest.NewServer(s.Handler("127.0.0.1:0"))
-	defer hs.Close()
 
-	// A reader that never reads.
-	conn, err := net.Dial("tcp", hs.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "GET /api/events?token=%s HTTP/1.1\r\nHost: %s\r\n\r\n", s.Token(), hs.Listener.Addr())
-	waitFor(t, "the stream registered", func() bool { return s.Stats().Clients == 1 })
-	// Batches for it pile up to the byte bound, then are counted lost.
+	// Batches for it pile up to the byte bound, then are counted lost (the write deadline is far off).
+	s, big := stalled(time.Hour)
 	for range 20 {
 		big(100)
 	}
@@ -416,12 +420,18 @@ func TestEventStreamsAreBounded(t *testing.T) {
 		}
 	}
 	s.mu.Unlock()
-	if st := s.Stats(); st.Lost == 0 {
-		t.Errorf("stats %+v: nothing counted lost for the page that does not read", st)
+	if st := s.Stats(); st.Lost == 0 || st.Clients != 1 {
+		t.Errorf("stats %+v: want the page that does not read still connected, and calls counted lost for it", st)
 	}
+
+	// A write that blocks past WriteTimeout drops the stream.
+	s, _ = stalled(200 * time.Millisecond)
 	waitFor(t, "the stream that does not read dropped", func() bool { return s.Stats().Clients == 0 })
 
 	// At most MaxClients at once.
+	s = New(Options{})
+	hs := httptest.NewServer(s.Handler("127.0.0.1:0"))
+	defer hs.Close()
 	var bodies []io.Closer
 	defer func() {
 		for _, b := range bodies {
@@ -429,9 +439,7 @@ func TestEventStreamsAreBounded(t *testing.T) {
 		}
 	}()
 	for i := range MaxClients + 1 {
-		req, _ := http.NewRequest(http.MethodGet, hs.URL+"/api/events?token="+s.Token(), nil)
-		req.Header.Set("Last-Event-ID", strconv.FormatUint(s.nextID, 10)) // no backlog
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.Get(hs.URL + "/api/events?token=" + s.Token())
 		if err != nil {
 			t.Fatal(err)
 		}
