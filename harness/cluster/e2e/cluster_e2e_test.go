@@ -6,6 +6,7 @@
 package e2e
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -378,9 +379,11 @@ spec:
       valueFrom: {secretKeyRef: {name: db, key: password}}
 `)
 		c.waitPod("with-secret", 120*time.Second, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		// runtime.v1 KeyValue's value is bytes: protojson writes it in base64.
+		secret := base64.StdEncoding.EncodeToString([]byte("plugsim-secret-value-24"))
 		trace := filepath.Join(c.dir, "nodes", "node1", "cri.jsonl")
-		if b, _ := os.ReadFile(trace); !strings.Contains(string(b), "plugsim-secret-value-24") {
-			t.Errorf("%s lacks the Secret's value: the test no longer shows what the trace holds", trace)
+		if b, _ := os.ReadFile(trace); !strings.Contains(string(b), secret) {
+			t.Errorf("%s lacks the Secret's value (%s): the test no longer shows what the trace holds", trace, secret)
 		}
 		for path, want := range map[string]os.FileMode{
 			c.dir: 0o700, filepath.Join(c.dir, "nodes", "node1"): 0o700, trace: 0o600,
@@ -391,7 +394,7 @@ spec:
 				t.Errorf("%s: %v %v, want mode %v", path, fi.Mode().Perm(), err, want)
 			}
 		}
-		if out, err := u.Command("", "cat", trace).CombinedOutput(); err == nil || strings.Contains(string(out), "plugsim-secret-value-24") {
+		if out, err := u.Command("", "cat", trace).CombinedOutput(); err == nil || strings.Contains(string(out), secret) {
 			t.Errorf("%s read %s: %v\n%.300s", u, trace, err, out)
 		}
 		c.mustKubectl("delete", "pod", "with-secret", "--wait=false")
