@@ -63,12 +63,7 @@ func TestTheViewUnderTheIssuesLoad(t *testing.T) {
 		pods = "200"
 	}
 	dir := t.TempDir()
-	url := upWithUI(t, dir)
-	base, token, _ := strings.Cut(url, "/#token=")
-	base = strings.TrimSuffix(base, "/")
-	if token == "" {
-		token = "1" // a view from before the token: the header it wanted
-	}
+	base, token := baseAndToken(upWithUI(t, dir))
 	st, err := wiring.ReadState(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -249,12 +244,7 @@ func summaryLine(out string) string {
 // redaction itself.
 func TestRulesCannotReadACrictlPassword(t *testing.T) {
 	dir := t.TempDir()
-	url := upWithUI(t, dir)
-	base, token, _ := strings.Cut(url, "/#token=")
-	base = strings.TrimSuffix(base, "/")
-	if token == "" {
-		token = "1" // a view from before the token: the header it wanted
-	}
+	base, token := baseAndToken(upWithUI(t, dir))
 	api := func(method, path, body string) *http.Response {
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 		req.Header.Set(ui.TokenHeader, token)
@@ -313,4 +303,14 @@ func TestRulesCannotReadACrictlPassword(t *testing.T) {
 			t.Errorf("the trace's PullImage request: %s", ev.Request)
 		}
 	}
+}
+
+// baseAndToken splits the view's printed URL into its address and its token. A view from before the
+// token (the "before" runs of these reproductions) gets the header value it wanted.
+func baseAndToken(url string) (base, token string) {
+	base, token, _ = strings.Cut(url, "/#token=")
+	if token == "" {
+		token = "1"
+	}
+	return strings.TrimSuffix(base, "/"), token
 }
