@@ -9,6 +9,7 @@ SIDECARS := harness/tools/sidecars
 KUBE    := harness/tools/kube
 ETCD    := harness/tools/etcd
 CONFORMANCE := harness/tools/conformance
+RUNC    := harness/tools/runc
 KUBE_VERSION := v1.37.2
 # Packages that need root (network namespaces, iptables, mounts) skip with a message when not root.
 TEST_FLAGS ?= -race -count=1 -timeout 15m
@@ -19,7 +20,7 @@ TOOL_BINS  := crictl critest csi-sanity cnitool portmap host-local bridge noop
 # The real CSI sidecars a cluster runs against csi-fake, pinned in harness/tools/sidecars/go.mod.
 SIDECAR_BINS := csi-provisioner csi-attacher csi-resizer csi-snapshotter snapshot-controller
 
-.PHONY: help build tools kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet e2e-ui ui-screenshots bench demo clean fuzz fuzz-smoke soak conformance-tools conformance
+.PHONY: help build tools runc kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet e2e-ui ui-screenshots bench demo clean fuzz fuzz-smoke soak conformance-tools conformance
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z0-9-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -40,6 +41,17 @@ $(BIN)/critest: $(TOOLS)/go.mod $(TOOLS)/go.sum
 $(BIN)/crictl $(BIN)/csi-sanity $(BIN)/cnitool $(BIN)/portmap $(BIN)/host-local $(BIN)/bridge $(BIN)/noop: $(TOOLS)/go.mod $(TOOLS)/go.sum
 	@mkdir -p $(BIN)
 	cd $(TOOLS) && $(GO) build -o $@ $$($(GO) list -f '{{.ImportPath}}' tool | grep -E '/$(notdir $@)$$')
+
+# runc v1.5.3, the low-level runtime of program containers (cri-fake/oci). cgo for its nsenter (C), the
+# seccomp tag for its seccomp filters (libseccomp-dev, from `make deps`); the version where runc's own
+# Makefile puts it (-X main.version, from its VERSION file).
+runc: $(BIN)/runc ## build runc v1.5.3 (with seccomp, libseccomp-dev) for cri-fake's program containers
+
+$(BIN)/runc: $(RUNC)/go.mod $(RUNC)/go.sum
+	@mkdir -p $(BIN)
+	cd $(RUNC) && ver=$$($(GO) list -m -f '{{.Version}}' github.com/opencontainers/runc) && \
+		CGO_ENABLED=1 $(GO) build -trimpath -tags "seccomp urfave_cli_no_docs" -o $@ \
+		-ldflags "-X main.version=$${ver#v} -X main.gitCommit=$$ver" github.com/opencontainers/runc
 
 kubelet: $(BIN)/kubelet ## build kubelet v1.37.2 (takes minutes; only the kubelet end-to-end suite needs it)
 

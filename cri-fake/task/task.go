@@ -115,6 +115,11 @@ type ExecResult struct {
 // Usage is a task's own resource figures.
 type Usage struct {
 	MemoryBytes, CPUNanos, WritableLayerBytes uint64
+	// Measured says the figures are the kernel's (a program container's cgroup, cri-fake/oci):
+	// the runtime reports them as they are, with the fields below, instead of its synthetic
+	// model. MemoryBytes is then the working set.
+	Measured                                                     bool
+	NanoCores, UsageBytes, RSSBytes, PageFaults, MajorPageFaults uint64
 }
 
 // TerminalSize is a TTY size change from a streaming session.
@@ -122,10 +127,12 @@ type TerminalSize struct{ Width, Height uint16 }
 
 // Spec is everything a launcher may need to start a container's task.
 type Spec struct {
-	ContainerID   string
-	SandboxID     string
-	Config        *runtimeapi.ContainerConfig
-	SandboxConfig *runtimeapi.PodSandboxConfig
+	ContainerID string
+	SandboxID   string
+	// RuntimeHandler is the sandbox's runtime handler (its RuntimeClass's; "" the default).
+	RuntimeHandler string
+	Config         *runtimeapi.ContainerConfig
+	SandboxConfig  *runtimeapi.PodSandboxConfig
 	// Image is the resolved image, with its catalog entry (entrypoint, cmd, env, user, behavior).
 	Image images.Image
 	// LogPath is the absolute CRI log file path ("" when the kubelet gave none). The task
