@@ -57,6 +57,14 @@ func newCgroups(parent string) (*cgroups, error) {
 	}
 	cg.parent = parent
 	for _, m := range mounts {
+		if m.FSType == "cgroup2" && own[""] != "" {
+			// The hybrid layout's unified hierarchy (/sys/fs/cgroup/unified), where runc makes
+			// the container's cgroup too.
+			if rel, err := filepath.Rel(m.Root, own[""]); err == nil && !strings.HasPrefix(rel, "..") {
+				cg.dirs["unified"] = filepath.Join(m.MountPoint, rel, parent)
+			}
+			continue
+		}
 		if m.FSType != "cgroup" {
 			continue
 		}
@@ -87,7 +95,11 @@ func ownCgroups() (map[string]string, error) {
 	own := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		f := strings.SplitN(line, ":", 3)
-		if len(f) != 3 || f[1] == "" {
+		if len(f) != 3 {
+			continue
+		}
+		if f[0] == "0" && f[1] == "" {
+			own[""] = f[2] // the unified hierarchy
 			continue
 		}
 		for _, c := range strings.Split(f[1], ",") {

@@ -88,6 +88,11 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+	case "link": // make the symlink args[1] → args[0]
+		if err := os.Symlink(args[0], args[1]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	case "ls":
 		ents, err := os.ReadDir(args[0])
 		if err != nil {
