@@ -119,11 +119,12 @@ cluster: deps build $(BIN)/portmap $(BIN)/crictl kubelet control-plane sidecars 
 cluster-down: ## stop the cluster in CLUSTER_DIR and remove what it left (namespaces, mounts, processes)
 	$(BIN)/harness cluster down --dir $(CLUSTER_DIR)
 
-deps: ## install what the kernel-touching tests need (iptables, iproute2) and the browser tests' Chromium, when root
+deps: ## install what the kernel-touching tests need (iptables, iproute2), runc's libseccomp-dev and the browser tests' Chromium, when root
 	@missing=""; \
 	for c in iptables:iptables ip:iproute2 nsenter:util-linux unshare:util-linux chromium:chromium; do \
 		command -v $${c%%:*} >/dev/null 2>&1 || missing="$$missing $${c#*:}"; \
 	done; \
+	test -f /usr/include/seccomp.h || missing="$$missing libseccomp-dev"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		echo "deps: installing$$missing"; \
@@ -144,7 +145,7 @@ vet:
 	$(GO) vet ./...
 	cd $(CLIENTS) && $(GO) vet ./...
 
-test: deps build tools fmt-check vet ## gofmt check, go vet, and go test -race ./... here and in examples/clients (root-only tests skip when not root)
+test: deps build tools runc fmt-check vet ## gofmt check, go vet, and go test -race ./... here and in examples/clients (root-only tests skip when not root)
 	$(GO) test $(TEST_FLAGS) ./...
 	cd $(CLIENTS) && $(GO) test $(TEST_FLAGS) ./...
 

@@ -71,3 +71,22 @@ func TestFoldCNIKeepsOneEventPerInvocation(t *testing.T) {
 		t.Errorf("FoldCNI kept %d events: %+v", len(got), got)
 	}
 }
+
+// TestOCILane: a runc call cri-fake made for a program container is drawn as its own boundary,
+// cri-fake → runc, in every form.
+func TestOCILane(t *testing.T) {
+	ev := trace.Event{Interface: trace.OCI, Caller: "cri-fake", Callee: "runc", Service: "runc", Method: "create", Code: "OK",
+		DurationNS: int64(40 * time.Millisecond), Attrs: map[string]string{"containerID": "0123456789abcdef0123"}}
+	if got, want := Line(ev), "cri-fake ──runc create──▶ runc  container=0123456789abc 40.0ms"; got != want {
+		t.Errorf("Line = %q, want %q", got, want)
+	}
+	svg := string(SVG("t", "", []Section{{Events: append([]trace.Event{sample[0]}, ev)}}))
+	for _, want := range []string{">runc<", "runc create", "#1a7f37", "OCI: runtime → runc"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("SVG lacks %q", want)
+		}
+	}
+	if m := Mermaid("t", []Section{{Events: []trace.Event{ev}}}); !strings.Contains(m, "runc create") || !strings.Contains(m, "participant p1 as runc") {
+		t.Errorf("Mermaid:\n%s", m)
+	}
+}

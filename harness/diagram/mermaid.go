@@ -32,8 +32,8 @@ func Mermaid(title string, sections []Section) string {
 		for _, ev := range s.Events {
 			from, to := id[Caller(ev)], id[Callee(ev)]
 			label := ev.Method
-			if ev.Interface == trace.CNI {
-				label = "CNI " + ev.Method
+			if ev.Interface == trace.CNI || ev.Interface == trace.OCI {
+				label = Label(ev)
 			} else {
 				label = ev.Interface + " " + label
 			}
