@@ -100,6 +100,9 @@ func New(opts Options) (*Launcher, error) {
 	if l.cg, err = newCgroups(opts.CgroupParent); err != nil {
 		return nil, err
 	}
+	if err := l.writeCgroups(); err != nil {
+		return nil, err
+	}
 	if err := subreaper(); err != nil {
 		return nil, fmt.Errorf("become a child subreaper: %w", err)
 	}
