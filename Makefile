@@ -10,6 +10,7 @@ KUBE    := harness/tools/kube
 ETCD    := harness/tools/etcd
 CONFORMANCE := harness/tools/conformance
 RUNC    := harness/tools/runc
+PROGRAMS := harness/tools/programs
 KUBE_VERSION := v1.37.2
 # Packages that need root (network namespaces, iptables, mounts) skip with a message when not root.
 TEST_FLAGS ?= -race -count=1 -timeout 15m
@@ -20,16 +21,17 @@ TOOL_BINS  := crictl critest csi-sanity cnitool portmap host-local bridge noop
 # The real CSI sidecars a cluster runs against csi-fake, pinned in harness/tools/sidecars/go.mod.
 SIDECAR_BINS := csi-provisioner csi-attacher csi-resizer csi-snapshotter snapshot-controller
 
-.PHONY: help build tools runc kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet e2e-ui ui-screenshots bench demo clean fuzz fuzz-smoke soak conformance-tools conformance
+.PHONY: help build tools runc programs kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet e2e-ui ui-screenshots bench demo clean fuzz fuzz-smoke soak conformance-tools conformance
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z0-9-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build bin/cri-fake, bin/cni-fake, bin/csi-fake and bin/harness
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cri-fake ./csi-fake ./harness
+	$(GO) build -o $(BIN)/ ./cri-fake ./harness
 	@# cni-fake is exec'd once per CNI call: without cgo it skips the dynamic loader (about 1 ms an exec).
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/cni-fake ./cni-fake
+	@# csi-fake is also a program image's binary (cri-fake/oci), run in a root without libc: static.
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cni-fake ./csi-fake
 
 # The real clients, pinned in harness/tools/go.mod; each is rebuilt only when that module changes.
 tools: $(addprefix $(BIN)/,$(TOOL_BINS)) ## build the pinned real clients: crictl, critest, csi-sanity, cnitool, portmap, host-local, bridge, noop
@@ -53,6 +55,27 @@ $(BIN)/runc: $(RUNC)/go.mod $(RUNC)/go.sum
 		CGO_ENABLED=1 $(GO) build -trimpath -tags "seccomp urfave_cli_no_docs" -o $@ \
 		-ldflags "-X main.version=$${ver#v} -X main.gitCommit=$$ver" github.com/opencontainers/runc
 
+# The programs of cri-fake's program images (images.Program), each from its pinned module in
+# harness/tools/programs, static (CGO_ENABLED=0: their roots hold no libc), with the version where the
+# upstream build puts it. csi-fake, etcd and the CSI sidecars are program images' binaries too (make build,
+# control-plane, sidecars build them static). Only the suites that run them depend on them.
+PROGRAM_BINS := coredns metrics-server sample-apiserver
+programs: $(addprefix $(BIN)/,$(PROGRAM_BINS)) ## build the programs of the program images: CoreDNS v1.15.0, metrics-server v0.8.0, sample-apiserver v0.37.2 (static)
+
+$(BIN)/coredns: $(PROGRAMS)/coredns/go.mod $(PROGRAMS)/coredns/go.sum
+	@mkdir -p $(BIN)
+	cd $(PROGRAMS)/coredns && CGO_ENABLED=0 $(GO) build -trimpath -o $@ \
+		-ldflags "-X github.com/coredns/coredns/coremain.GitCommit=$$($(GO) list -m -f '{{.Version}}' github.com/coredns/coredns)" github.com/coredns/coredns
+
+$(BIN)/metrics-server: $(PROGRAMS)/metrics-server/go.mod $(PROGRAMS)/metrics-server/go.sum
+	@mkdir -p $(BIN)
+	cd $(PROGRAMS)/metrics-server && CGO_ENABLED=0 $(GO) build -trimpath -o $@ \
+		-ldflags "-X k8s.io/client-go/pkg/version.gitVersion=$$($(GO) list -m -f '{{.Version}}' sigs.k8s.io/metrics-server)" sigs.k8s.io/metrics-server/cmd/metrics-server
+
+$(BIN)/sample-apiserver: $(PROGRAMS)/sample-apiserver/go.mod $(PROGRAMS)/sample-apiserver/go.sum
+	@mkdir -p $(BIN)
+	cd $(PROGRAMS)/sample-apiserver && CGO_ENABLED=0 $(GO) build -trimpath -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/sample-apiserver
+
 kubelet: $(BIN)/kubelet ## build kubelet v1.37.2 (takes minutes; only the kubelet end-to-end suite needs it)
 
 $(BIN)/kubelet: $(KUBELET)/go.mod $(KUBELET)/go.sum
@@ -72,7 +95,7 @@ $(addprefix $(BIN)/,$(SIDECAR_BINS)): $(SIDECARS)/go.mod $(SIDECARS)/go.sum
 	@mkdir -p $(BIN)
 	cd $(SIDECARS) && pkg=$$($(GO) list -f '{{.ImportPath}}' tool | grep -E '/cmd/$(notdir $@)$$') && \
 		ver=$$($(GO) list -f '{{.Module.Version}}' $$pkg) && \
-		$(GO) build -o $@ -ldflags "-X main.version=$$ver" $$pkg
+		CGO_ENABLED=0 $(GO) build -o $@ -ldflags "-X main.version=$$ver" $$pkg
 
 # The v1 CRDs of external-snapshotter v8: VolumeSnapshot{,Class,Content}, which csi-snapshotter and
 # snapshot-controller need, and VolumeGroupSnapshot{,Class,Content}, which both wait for at start
@@ -105,15 +128,16 @@ $(BIN)/kube: $(KUBE)/go.mod $(KUBE)/go.sum $(KUBE)/main.go
 $(BIN)/kubectl: $(BIN)/kube
 	ln -sf kube $@
 
+# Static: it is also the binary of the etcd program image (registry.k8s.io/etcd in cri-fake's catalog).
 $(BIN)/etcd: $(ETCD)/go.mod $(ETCD)/go.sum $(ETCD)/main.go
 	@mkdir -p $(BIN)
-	cd $(ETCD) && $(GO) build -o $@ .
+	cd $(ETCD) && CGO_ENABLED=0 $(GO) build -o $@ .
 
 CLUSTER_DIR ?= /tmp/plugsim-cluster
 NODES       ?= 1
 
 # As root: the control plane and NODES kubelets on the fakes, each node in a network namespace of its own.
-cluster: deps build $(BIN)/portmap $(BIN)/crictl kubelet control-plane sidecars ## start a cluster (NODES=1) in CLUSTER_DIR: etcd, API server, controllers, scheduler, kubelets on the fakes
+cluster: deps build $(BIN)/portmap $(BIN)/crictl runc kubelet control-plane sidecars ## start a cluster (NODES=1) in CLUSTER_DIR: etcd, API server, controllers, scheduler, kubelets on the fakes
 	$(BIN)/harness cluster up --nodes $(NODES) --dir $(CLUSTER_DIR)
 
 cluster-down: ## stop the cluster in CLUSTER_DIR and remove what it left (namespaces, mounts, processes)
@@ -176,7 +200,7 @@ ui-screenshots: deps build $(BIN)/portmap $(BIN)/crictl kubelet control-plane si
 e2e-kubelet: deps build tools kubelet ## a real kubelet v1.37.2 runs static pods on the fakes, in a throw-away netns (root)
 	$(GO) test -tags e2e $(E2E_FLAGS) ./examples/kubelet/
 
-e2e-cluster: deps build $(BIN)/portmap $(BIN)/crictl kubelet control-plane sidecars ## a whole cluster on the fakes: harness cluster up, kubectl checks, down leaves nothing (root)
+e2e-cluster: deps build $(BIN)/portmap $(BIN)/crictl runc kubelet control-plane sidecars ## a whole cluster on the fakes: harness cluster up, kubectl checks, down leaves nothing (root)
 	$(GO) test -tags e2e $(E2E_FLAGS) ./harness/cluster/e2e/
 
 # The figures of harness/README.md's cluster section: up to Ready (1 and 3 nodes), memory per node, a
@@ -224,7 +248,7 @@ CONFORMANCE_GINKGO  ?=
 # the measurement. CONFORMANCE_TIMEOUT bounds the whole run (ginkgo --timeout: the specs left are
 # reported as not run); CONFORMANCE_GINKGO adds ginkgo flags (--randomize-all --seed N: a bounded
 # run is then a random sample), CONFORMANCE_FLAGS e2e.test's.
-conformance: deps build $(BIN)/portmap kubelet control-plane sidecars conformance-tools ## run the [Conformance] specs of e2e.test against a 3-node cluster; JUnit and summary in CONFORMANCE_OUT (root; hours)
+conformance: deps build $(BIN)/portmap runc kubelet control-plane sidecars $(BIN)/sample-apiserver conformance-tools ## run the [Conformance] specs of e2e.test against a 3-node cluster; JUnit and summary in CONFORMANCE_OUT (root; hours)
 	@rm -rf $(CONFORMANCE_OUT) && mkdir -p $(CONFORMANCE_OUT)
 	@trap '$(BIN)/harness cluster down --dir $(CONFORMANCE_DIR) >$(CONFORMANCE_OUT)/cluster-down.log 2>&1' EXIT; trap 'exit 130' INT TERM; \
 	$(BIN)/harness cluster up --nodes 3 --dir $(CONFORMANCE_DIR) || exit 1; \

@@ -20,6 +20,11 @@ type Program struct {
 	// Dirs are directories the root has besides /etc, /tmp and the mount points ("/var/lib/etcd"),
 	// owned by root, mode 0755, or 01777 for a name ending in "tmp".
 	Dirs []string `json:"dirs,omitempty"`
+	// FileCapabilities are the capabilities the upstream image sets on its binary (setcap +ep:
+	// CoreDNS's cap_net_bind_service, so it binds :53 as a non-root user). The program's file in
+	// the program directory has none; the spec gives them as ambient capabilities instead, when
+	// they are in the container's capability set, which is what +ep gives a non-root process.
+	FileCapabilities []string `json:"fileCapabilities,omitempty"`
 }
 
 func (p *Program) validate() error {

@@ -39,7 +39,7 @@ func TestProgramStats(t *testing.T) {
 	n := startNode(t, nil)
 	pod, podCfg := n.pod(t, "stats", nil)
 	id := n.run(t, pod, podCfg, "user", func(c *runtimeapi.ContainerConfig) {
-		c.Linux.Resources = &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 256 << 20}
+		c.Linux.Resources = &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 256 << 20, OomScoreAdj: -997} // a Guaranteed pod's
 	}, "alloc", "48")
 	waitFor(t, "the allocation", func() bool {
 		return logHas(readLog(t, filepath.Join(podCfg.LogDirectory, "user.log")), "stdout", "allocated 48 MiB")

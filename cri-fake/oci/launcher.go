@@ -54,6 +54,7 @@ type Launcher struct {
 	runc    *Runc
 	bundles string
 	cg      *cgroups
+	minOOM  int // the lowest oom_score_adj runc can give (SpecInput.MinOOMScoreAdj)
 
 	mu    sync.Mutex
 	tasks map[string]*programTask // running or ending program containers, by container ID
@@ -103,6 +104,7 @@ func New(opts Options) (*Launcher, error) {
 	if err := l.writeCgroups(); err != nil {
 		return nil, err
 	}
+	l.minOOM = minOOMScoreAdj()
 	if err := subreaper(); err != nil {
 		return nil, fmt.Errorf("become a child subreaper: %w", err)
 	}
@@ -182,7 +184,7 @@ func (l *Launcher) specInput(ts task.Spec, b bundle) (SpecInput, error) {
 	return SpecInput{
 		ContainerID: ts.ContainerID, SandboxID: ts.SandboxID, Config: ts.Config, Sandbox: ts.SandboxConfig,
 		Image: ts.Image.Config, ProgramFile: file, NetNS: netns, CgroupsPath: l.cg.path(ts.ContainerID),
-		Resources: res, ResolvConf: b.resolvConf(), Hostname: b.hostname(),
+		Resources: res, ResolvConf: b.resolvConf(), Hostname: b.hostname(), MinOOMScoreAdj: l.minOOM,
 	}, nil
 }
 
@@ -254,9 +256,10 @@ func (l *Launcher) start(ctx context.Context, ts task.Spec, b bundle) (*programT
 	return t, nil
 }
 
-// runcFailed words a failed create or start as containerd reports it from StartContainer.
+// runcFailed words a failed create or start as containerd reports it from StartContainer (runc's
+// own message begins "runc create failed: ").
 func runcFailed(method string, err error) error {
-	return fmt.Errorf("failed to create containerd task: failed to create shim task: OCI runtime %s failed: runc %s failed: %w: unknown", method, method, err)
+	return fmt.Errorf("failed to create containerd task: failed to create shim task: OCI runtime %s failed: %w: unknown", method, err)
 }
 
 // deleteLeftover removes a runc container and bundle of this ID from an earlier run.

@@ -2,6 +2,9 @@ package oci
 
 import (
 	"errors"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -42,3 +45,27 @@ func waitExit(pid int) (int32, error) {
 }
 
 var errNotChild = errors.New("the container's process is not a child of cri-fake: its exit status is lost")
+
+// minOOMScoreAdj is the lowest oom_score_adj this process's children can be given: -1000 with
+// CAP_SYS_RESOURCE, else this process's own (the kernel refuses to lower it without the
+// capability; some sandboxes run root without it).
+func minOOMScoreAdj() int {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err == nil && caps&(1<<unix.CAP_SYS_RESOURCE) != 0 {
+				return -1000
+			}
+		}
+	}
+	own, err := os.ReadFile("/proc/self/oom_score_adj")
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(own)))
+	return n
+}

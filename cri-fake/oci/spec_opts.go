@@ -42,6 +42,9 @@ type SpecInput struct {
 	Resources *runtimeapi.LinuxContainerResources
 	// ResolvConf and Hostname are the bundle's files for /etc/resolv.conf and /etc/hostname.
 	ResolvConf, Hostname string
+	// MinOOMScoreAdj is the lowest OOM score adjustment runc can set: cri-fake's own when it lacks
+	// CAP_SYS_RESOURCE (which lowering it needs), else -1000.
+	MinOOMScoreAdj int
 }
 
 // GenerateSpec is the container's OCI spec: the defaults containerd's CRI plugin starts from,
@@ -62,11 +65,12 @@ func GenerateSpec(in SpecInput) (*specs.Spec, error) {
 		withBundleFiles(in.Sandbox, in.ResolvConf, in.Hostname),
 		withMounts(in.Config.GetMounts(), sc.GetPrivileged()),
 		withCapabilities(sc),
+		withFileCapabilities(in.Image.Program),
 		withPrivileged(sc.GetPrivileged()),
 		withNoNewPrivileges(sc.GetNoNewPrivs()),
 		withReadonlyRootfs(sc.GetReadonlyRootfs()),
 		withMaskedPaths(sc),
-		withResources(in.Resources),
+		withResources(in.Resources, in.MinOOMScoreAdj),
 		withCgroupsPath(in.CgroupsPath),
 		withSysctls(in.Sandbox.GetLinux().GetSysctls()),
 		withSeccomp(sc),
@@ -339,6 +343,22 @@ func withCapabilities(sc *runtimeapi.LinuxContainerSecurityContext) SpecOpt {
 // withPrivileged lets a privileged container use every device and write /sys and its cgroups,
 // as containerd's WithPrivileged does (containerd also adds every host device node; cri-fake
 // adds none, which cri-fake/README.md lists).
+// withFileCapabilities gives the program's file capabilities (images.Program.FileCapabilities)
+// that are in the container's bounding set as ambient ones: a non-root process keeps them across
+// exec as setcap +ep would keep them, and a set without them (drop ALL) gives none.
+func withFileCapabilities(p *images.Program) SpecOpt {
+	return func(s *specs.Spec) error {
+		c := s.Process.Capabilities
+		for _, fc := range p.FileCapabilities {
+			if slices.Contains(c.Bounding, fc) && !slices.Contains(c.Ambient, fc) {
+				c.Ambient = append(c.Ambient, fc)
+				c.Inheritable = append(c.Inheritable, fc)
+			}
+		}
+		return nil
+	}
+}
+
 func withPrivileged(privileged bool) SpecOpt {
 	return func(s *specs.Spec) error {
 		if !privileged {
@@ -392,14 +412,16 @@ func withMaskedPaths(sc *runtimeapi.LinuxContainerSecurityContext) SpecOpt {
 }
 
 // withResources is the CRI's CPU and memory resources as cgroup settings (containerd's
-// WithResources): memory limit, CPU shares, quota and period, cpuset, and the OOM score.
-func withResources(r *runtimeapi.LinuxContainerResources) SpecOpt {
+// WithResources): memory limit, CPU shares, quota and period, cpuset, and the OOM score, raised to
+// min when lower (the kubelet asks -997 for a Guaranteed pod; without CAP_SYS_RESOURCE runc's
+// write of it fails the create, as containerd's would on such a host).
+func withResources(r *runtimeapi.LinuxContainerResources, min int) SpecOpt {
 	return func(s *specs.Spec) error {
 		if r == nil {
 			return nil
 		}
 		s.Linux.Resources.CPU, s.Linux.Resources.Memory = resources(r)
-		if adj := int(r.GetOomScoreAdj()); adj != 0 {
+		if adj := max(int(r.GetOomScoreAdj()), min); adj != 0 {
 			s.Process.OOMScoreAdj = &adj
 		}
 		return nil

@@ -19,7 +19,7 @@ func testInput(mod func(*SpecInput)) SpecInput {
 		Sandbox: &runtimeapi.PodSandboxConfig{Hostname: "pod1", Metadata: &runtimeapi.PodSandboxMetadata{Name: "pod1", Namespace: "ns", Uid: "u"}},
 		Image: &images.CatalogImage{User: "65532:65532", Entrypoint: []string{"/coredns"}, Cmd: []string{"-conf", "/etc/coredns/Corefile"},
 			Program: &images.Program{Binary: "coredns", Path: "/coredns"}},
-		ProgramFile: "/bin/true", NetNS: "/run/netns/pod1", CgroupsPath: "parent/c1",
+		ProgramFile: "/bin/true", NetNS: "/run/netns/pod1", CgroupsPath: "parent/c1", MinOOMScoreAdj: -1000,
 	}
 	if mod != nil {
 		mod(&in)
@@ -113,6 +113,19 @@ func TestGenerateSpec(t *testing.T) {
 	}
 	if m, _ := mount(s, "/sys"); slices.Contains(m.Options, "ro") {
 		t.Errorf("privileged: /sys %v", m.Options)
+	}
+
+	// The image's file capability is ambient while the container's set holds it, and not once dropped.
+	s, err = GenerateSpec(testInput(func(in *SpecInput) { in.Image.Program.FileCapabilities = []string{"CAP_NET_BIND_SERVICE"} }))
+	if err != nil || !slices.Equal(s.Process.Capabilities.Ambient, []string{"CAP_NET_BIND_SERVICE"}) {
+		t.Errorf("file capability: ambient %v, %v", s.Process.Capabilities.Ambient, err)
+	}
+	s, err = GenerateSpec(testInput(func(in *SpecInput) {
+		in.Image.Program.FileCapabilities = []string{"CAP_NET_BIND_SERVICE"}
+		in.Config.Linux.SecurityContext.Capabilities = &runtimeapi.Capability{DropCapabilities: []string{"ALL"}}
+	}))
+	if err != nil || len(s.Process.Capabilities.Ambient) != 0 {
+		t.Errorf("file capability dropped: ambient %v, %v", s.Process.Capabilities.Ambient, err)
 	}
 
 	// RuntimeDefault seccomp is moby's profile; no_new_privs and a read-only root as asked.
