@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -248,4 +249,33 @@ func (n *node) runcPid(t testing.TB, id string) (string, error) {
 		}
 	}
 	return "", os.ErrNotExist
+}
+
+// TestProgramStopGrace: StopContainer sends the stop signal, and SIGKILL once the timeout has
+// passed when the program ignores it (137), as containerd does.
+func TestProgramStopGrace(t *testing.T) {
+	n := startNode(t, nil)
+	pod, podCfg := n.pod(t, "stubborn", nil)
+	id := n.run(t, pod, podCfg, "ignorer", nil, "ignore")
+	waitFor(t, "the program's start", func() bool {
+		return logHas(readLog(t, filepath.Join(podCfg.LogDirectory, "ignorer.log")), "stdout", "ignoring SIGTERM")
+	})
+	start := time.Now()
+	if _, err := n.rt.StopContainer(ctx(t), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 2}); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	st := n.waitExited(t, id)
+	if st.GetExitCode() != 137 || took < 2*time.Second {
+		t.Errorf("stop after %v: exit %d, want 137 after the 2 s timeout", took, st.GetExitCode())
+	}
+	var kills []string
+	for _, ev := range n.srv.Recorder().Events() {
+		if ev.Interface == trace.OCI && ev.Method == "kill" && ev.Attrs["containerID"] == id {
+			kills = append(kills, ev.Attrs["args"])
+		}
+	}
+	if len(kills) != 2 || !strings.HasSuffix(kills[0], " 15") || !strings.HasSuffix(kills[1], " 9") {
+		t.Errorf("runc kills %q: want the stop signal (15), then 9", kills)
+	}
 }

@@ -262,8 +262,13 @@ func runcFailed(method string, err error) error {
 	return fmt.Errorf("failed to create containerd task: failed to create shim task: OCI runtime %s failed: %w: unknown", method, err)
 }
 
-// deleteLeftover removes a runc container and bundle of this ID from an earlier run.
+// deleteLeftover removes a runc container and bundle of this ID from an earlier run (runc is
+// asked only when its state directory holds the container).
 func (l *Launcher) deleteLeftover(ctx context.Context, id string) {
+	if _, err := os.Stat(filepath.Join(l.runc.Root, id)); err != nil {
+		bundle{dir: filepath.Join(l.bundles, id)}.remove()
+		return
+	}
 	if _, err := l.runc.State(ctx, id); err == nil {
 		if err := l.runc.Delete(ctx, id, true); err != nil {
 			l.opts.Logf("delete the runc container %s left from before the restart: %v", id, err)

@@ -111,6 +111,12 @@ func main() {
 		fmt.Println("got", s)
 		time.Sleep(d)
 		os.Exit(0)
+	case "ignore": // ignore SIGTERM and sleep (only SIGKILL ends it)
+		signal.Ignore(syscall.SIGTERM)
+		fmt.Println("ignoring SIGTERM")
+		for {
+			time.Sleep(time.Hour)
+		}
 	case "echo": // copy stdin to stdout, line by line
 		sc := bufio.NewScanner(os.Stdin)
 		for sc.Scan() {
