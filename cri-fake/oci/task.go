@@ -44,7 +44,7 @@ type programTask struct {
 	pid  int
 	done chan struct{}
 	exit task.Exit
-	exitNotice
+	task.ExitNotice
 
 	mu      sync.Mutex
 	lastCPU uint64
@@ -198,7 +198,7 @@ func (t *programTask) wait() {
 	t.closeLog()
 	t.exit = e
 	close(t.done)
-	t.ended()
+	t.Ended()
 }
 
 // drain lets the output copies finish, for ioDrain at most, then closes the streams.
@@ -457,35 +457,4 @@ func dirBytes(dir string, limit int) uint64 {
 	}
 	walk(dir)
 	return total
-}
-
-// exitNotice is a task's NotifyExit: the callback the runtime leaves runs once the task has
-// ended (at once when it already has).
-type exitNotice struct {
-	mu     sync.Mutex
-	over   bool
-	onExit func()
-}
-
-func (n *exitNotice) NotifyExit(f func()) bool {
-	n.mu.Lock()
-	if !n.over {
-		n.onExit = f
-		n.mu.Unlock()
-		return true
-	}
-	n.mu.Unlock()
-	f()
-	return true
-}
-
-func (n *exitNotice) ended() {
-	n.mu.Lock()
-	n.over = true
-	f := n.onExit
-	n.onExit = nil
-	n.mu.Unlock()
-	if f != nil {
-		f()
-	}
 }

@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"syscall"
 	"time"
 
@@ -148,4 +149,37 @@ type Spec struct {
 	// Resources are the container's Linux resources as last set (CreateContainer's, or
 	// UpdateContainerResources' since); nil means Config's.
 	Resources *runtimeapi.LinuxContainerResources
+}
+
+// ExitNotice is a task's NotifyExit for a task that knows when it ends: embed it, and call Ended
+// once the task has ended (Done closed, Exit set), which runs the callback the runtime left.
+type ExitNotice struct {
+	mu     sync.Mutex
+	over   bool
+	onExit func()
+}
+
+// NotifyExit calls f once the task has ended (at once if it already has).
+func (n *ExitNotice) NotifyExit(f func()) bool {
+	n.mu.Lock()
+	if !n.over {
+		n.onExit = f
+		n.mu.Unlock()
+		return true
+	}
+	n.mu.Unlock()
+	f()
+	return true
+}
+
+// Ended runs the callback, if any, once.
+func (n *ExitNotice) Ended() {
+	n.mu.Lock()
+	n.over = true
+	f := n.onExit
+	n.onExit = nil
+	n.mu.Unlock()
+	if f != nil {
+		f()
+	}
 }
