@@ -64,17 +64,17 @@ programs: $(addprefix $(BIN)/,$(PROGRAM_BINS)) ## build the programs of the prog
 
 $(BIN)/coredns: $(PROGRAMS)/coredns/go.mod $(PROGRAMS)/coredns/go.sum
 	@mkdir -p $(BIN)
-	cd $(PROGRAMS)/coredns && CGO_ENABLED=0 $(GO) build -trimpath -o $@ \
+	cd $(PROGRAMS)/coredns && CGO_ENABLED=0 $(GO) build -o $@ \
 		-ldflags "-X github.com/coredns/coredns/coremain.GitCommit=$$($(GO) list -m -f '{{.Version}}' github.com/coredns/coredns)" github.com/coredns/coredns
 
 $(BIN)/metrics-server: $(PROGRAMS)/metrics-server/go.mod $(PROGRAMS)/metrics-server/go.sum
 	@mkdir -p $(BIN)
-	cd $(PROGRAMS)/metrics-server && CGO_ENABLED=0 $(GO) build -trimpath -o $@ \
+	cd $(PROGRAMS)/metrics-server && CGO_ENABLED=0 $(GO) build -o $@ \
 		-ldflags "-X k8s.io/client-go/pkg/version.gitVersion=$$($(GO) list -m -f '{{.Version}}' sigs.k8s.io/metrics-server)" sigs.k8s.io/metrics-server/cmd/metrics-server
 
 $(BIN)/sample-apiserver: $(PROGRAMS)/sample-apiserver/go.mod $(PROGRAMS)/sample-apiserver/go.sum
 	@mkdir -p $(BIN)
-	cd $(PROGRAMS)/sample-apiserver && CGO_ENABLED=0 $(GO) build -trimpath -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/sample-apiserver
+	cd $(PROGRAMS)/sample-apiserver && CGO_ENABLED=0 $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/sample-apiserver
 
 kubelet: $(BIN)/kubelet ## build kubelet v1.37.2 (takes minutes; only the kubelet end-to-end suite needs it)
 

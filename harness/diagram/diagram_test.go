@@ -90,3 +90,20 @@ func TestOCILane(t *testing.T) {
 		t.Errorf("Mermaid:\n%s", m)
 	}
 }
+
+// TestClusterParticipantsOrder: a cluster's participants, named after their node, stand in the
+// same order as a node's: the kubelet left, then the runtime, runc, the network plugins.
+func TestClusterParticipantsOrder(t *testing.T) {
+	at := func(ev trace.Event) trace.Event {
+		ev.Caller, ev.Callee = ev.Caller+"@node1", ev.Callee+"@node1"
+		return ev
+	}
+	oci := trace.Event{Interface: trace.OCI, Caller: "cri-fake", Callee: "runc", Service: "runc", Method: "create", Code: "OK"}
+	cni := sample[1]
+	cni.Service = "cni-fake@node1,portmap@node1"
+	got := participants([]Section{{Events: []trace.Event{at(cni), at(oci), at(sample[0])}}})
+	want := []string{"kubelet@node1", "cri-fake@node1", "runc@node1", "cni-fake@node1", "portmap@node1"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("participants %v, want %v", got, want)
+	}
+}

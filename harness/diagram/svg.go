@@ -39,6 +39,7 @@ func colour(iface string) string {
 // boxColour tints a participant by what it is: the kubelet and sidecars (callers), the runtime,
 // the network plugins and the storage plugins.
 func boxColour(p string) (fill, stroke string) {
+	p, _, _ = strings.Cut(p, "@") // kubelet@node1 in a cluster's trace
 	switch {
 	case p == "kubelet" || p == "harness" || strings.HasPrefix(p, "external-"):
 		return "#eef2f7", "#57606a"
