@@ -115,6 +115,42 @@ func TestProgramPortForwardAndExec(t *testing.T) {
 	}
 	here.Close()
 	<-done
+
+	// A streaming exec session, without and with a terminal (runc's console socket): the output
+	// and the exit code.
+	id := n.containerID(t, pod, "web")
+	for _, tty := range []bool{false, true} {
+		var out strings.Builder
+		outW := nopCloser{&out}
+		err := n.srv.Runtime().SessionRuntime().Exec(ctx(t), id, []string{"/progtest", "cat", "/etc/hostname"}, nil, outW, nil, tty, nil)
+		if err != nil || strings.TrimSpace(out.String()) != "server" {
+			t.Errorf("exec (tty %v): %q, %v", tty, out.String(), err)
+		}
+	}
+	err = n.srv.Runtime().SessionRuntime().Exec(ctx(t), id, []string{"/progtest", "exit", "7"}, nil, nil, nil, false, nil)
+	if err == nil || !strings.Contains(err.Error(), "exited with 7") {
+		t.Errorf("exec exiting 7: %v", err)
+	}
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// containerID finds a container of a pod by name.
+func (n *node) containerID(t testing.TB, pod, name string) string {
+	t.Helper()
+	resp, err := n.rt.ListContainers(ctx(t), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: pod}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range resp.GetContainers() {
+		if c.GetMetadata().GetName() == name {
+			return c.GetId()
+		}
+	}
+	t.Fatalf("no container %s in pod %s", name, pod)
+	return ""
 }
 
 // TestMixedPod: one pod holds a simulated container and a program container; only the program
