@@ -55,26 +55,44 @@ $(BIN)/runc: $(RUNC)/go.mod $(RUNC)/go.sum
 		CGO_ENABLED=1 $(GO) build -trimpath -tags "seccomp urfave_cli_no_docs" -o $@ \
 		-ldflags "-X main.version=$${ver#v} -X main.gitCommit=$$ver" github.com/opencontainers/runc
 
-# The programs of cri-fake's program images (images.Program), each from its pinned module in
-# harness/tools/programs, static (CGO_ENABLED=0: their roots hold no libc), with the version where the
-# upstream build puts it. csi-fake, etcd and the CSI sidecars are program images' binaries too (make build,
-# control-plane, sidecars build them static). Only the suites that run them depend on them.
-PROGRAM_BINS := coredns metrics-server sample-apiserver
-programs: $(addprefix $(BIN)/,$(PROGRAM_BINS)) ## build the programs of the program images: CoreDNS v1.15.0, metrics-server v0.8.0, sample-apiserver v0.37.2 (static)
+# The programs of cri-fake's program images (images.Program), in bin/programs (cri-fake's default
+# --program-dir: beside its runc), each static (CGO_ENABLED=0: their roots hold no libc) with the version
+# where the upstream build puts it: CoreDNS, metrics-server and sample-apiserver from their pinned modules in
+# harness/tools/programs, the CSI sidecars again from harness/tools/sidecars (bin/'s own are built with cgo,
+# which shares the compiled Kubernetes packages with the kubelet and the control plane; a static build
+# cannot), and links to bin/etcd and bin/csi-fake, which are static already. Only the suites that run a
+# program depend on it: e2e-cluster on etcd, conformance on sample-apiserver and etcd.
+PROGRAM_DIR  := $(BIN)/programs
+PROGRAM_BINS := coredns metrics-server sample-apiserver etcd csi-fake $(SIDECAR_BINS)
+programs: $(addprefix $(PROGRAM_DIR)/,$(PROGRAM_BINS)) ## build the programs of the program images into bin/programs (static): CoreDNS v1.15.0, metrics-server v0.8.0, sample-apiserver v0.37.2, the CSI sidecars, etcd, csi-fake
 
-$(BIN)/coredns: $(PROGRAMS)/coredns/go.mod $(PROGRAMS)/coredns/go.sum
-	@mkdir -p $(BIN)
+$(PROGRAM_DIR)/etcd: $(BIN)/etcd
+	@mkdir -p $(PROGRAM_DIR)
+	ln -f $< $@
+
+$(PROGRAM_DIR)/csi-fake: build
+	@mkdir -p $(PROGRAM_DIR)
+	ln -f $(BIN)/csi-fake $@
+
+$(PROGRAM_DIR)/coredns: $(PROGRAMS)/coredns/go.mod $(PROGRAMS)/coredns/go.sum
+	@mkdir -p $(PROGRAM_DIR)
 	cd $(PROGRAMS)/coredns && CGO_ENABLED=0 $(GO) build -o $@ \
 		-ldflags "-X github.com/coredns/coredns/coremain.GitCommit=$$($(GO) list -m -f '{{.Version}}' github.com/coredns/coredns)" github.com/coredns/coredns
 
-$(BIN)/metrics-server: $(PROGRAMS)/metrics-server/go.mod $(PROGRAMS)/metrics-server/go.sum
-	@mkdir -p $(BIN)
+$(PROGRAM_DIR)/metrics-server: $(PROGRAMS)/metrics-server/go.mod $(PROGRAMS)/metrics-server/go.sum
+	@mkdir -p $(PROGRAM_DIR)
 	cd $(PROGRAMS)/metrics-server && CGO_ENABLED=0 $(GO) build -o $@ \
 		-ldflags "-X k8s.io/client-go/pkg/version.gitVersion=$$($(GO) list -m -f '{{.Version}}' sigs.k8s.io/metrics-server)" sigs.k8s.io/metrics-server/cmd/metrics-server
 
-$(BIN)/sample-apiserver: $(PROGRAMS)/sample-apiserver/go.mod $(PROGRAMS)/sample-apiserver/go.sum
-	@mkdir -p $(BIN)
+$(PROGRAM_DIR)/sample-apiserver: $(PROGRAMS)/sample-apiserver/go.mod $(PROGRAMS)/sample-apiserver/go.sum
+	@mkdir -p $(PROGRAM_DIR)
 	cd $(PROGRAMS)/sample-apiserver && CGO_ENABLED=0 $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/sample-apiserver
+
+$(addprefix $(PROGRAM_DIR)/,$(SIDECAR_BINS)): $(SIDECARS)/go.mod $(SIDECARS)/go.sum
+	@mkdir -p $(PROGRAM_DIR)
+	cd $(SIDECARS) && pkg=$$($(GO) list -f '{{.ImportPath}}' tool | grep -E '/cmd/$(notdir $@)$$') && \
+		ver=$$($(GO) list -f '{{.Module.Version}}' $$pkg) && \
+		CGO_ENABLED=0 $(GO) build -o $@ -ldflags "-X main.version=$$ver" $$pkg
 
 kubelet: $(BIN)/kubelet ## build kubelet v1.37.2 (takes minutes; only the kubelet end-to-end suite needs it)
 
@@ -95,7 +113,7 @@ $(addprefix $(BIN)/,$(SIDECAR_BINS)): $(SIDECARS)/go.mod $(SIDECARS)/go.sum
 	@mkdir -p $(BIN)
 	cd $(SIDECARS) && pkg=$$($(GO) list -f '{{.ImportPath}}' tool | grep -E '/cmd/$(notdir $@)$$') && \
 		ver=$$($(GO) list -f '{{.Module.Version}}' $$pkg) && \
-		CGO_ENABLED=0 $(GO) build -o $@ -ldflags "-X main.version=$$ver" $$pkg
+		$(GO) build -o $@ -ldflags "-X main.version=$$ver" $$pkg
 
 # The v1 CRDs of external-snapshotter v8: VolumeSnapshot{,Class,Content}, which csi-snapshotter and
 # snapshot-controller need, and VolumeGroupSnapshot{,Class,Content}, which both wait for at start
@@ -137,7 +155,7 @@ CLUSTER_DIR ?= /tmp/plugsim-cluster
 NODES       ?= 1
 
 # As root: the control plane and NODES kubelets on the fakes, each node in a network namespace of its own.
-cluster: deps build $(BIN)/portmap $(BIN)/crictl runc kubelet control-plane sidecars ## start a cluster (NODES=1) in CLUSTER_DIR: etcd, API server, controllers, scheduler, kubelets on the fakes
+cluster: deps build $(BIN)/portmap $(BIN)/crictl runc $(PROGRAM_DIR)/etcd kubelet control-plane sidecars ## start a cluster (NODES=1) in CLUSTER_DIR: etcd, API server, controllers, scheduler, kubelets on the fakes
 	$(BIN)/harness cluster up --nodes $(NODES) --dir $(CLUSTER_DIR)
 
 cluster-down: ## stop the cluster in CLUSTER_DIR and remove what it left (namespaces, mounts, processes)
@@ -200,7 +218,7 @@ ui-screenshots: deps build $(BIN)/portmap $(BIN)/crictl kubelet control-plane si
 e2e-kubelet: deps build tools kubelet ## a real kubelet v1.37.2 runs static pods on the fakes, in a throw-away netns (root)
 	$(GO) test -tags e2e $(E2E_FLAGS) ./examples/kubelet/
 
-e2e-cluster: deps build $(BIN)/portmap $(BIN)/crictl runc kubelet control-plane sidecars ## a whole cluster on the fakes: harness cluster up, kubectl checks, down leaves nothing (root)
+e2e-cluster: deps build $(BIN)/portmap $(BIN)/crictl runc $(PROGRAM_DIR)/etcd kubelet control-plane sidecars ## a whole cluster on the fakes: harness cluster up, kubectl checks, down leaves nothing (root)
 	$(GO) test -tags e2e $(E2E_FLAGS) ./harness/cluster/e2e/
 
 # The figures of harness/README.md's cluster section: up to Ready (1 and 3 nodes), memory per node, a
@@ -248,7 +266,7 @@ CONFORMANCE_GINKGO  ?=
 # the measurement. CONFORMANCE_TIMEOUT bounds the whole run (ginkgo --timeout: the specs left are
 # reported as not run); CONFORMANCE_GINKGO adds ginkgo flags (--randomize-all --seed N: a bounded
 # run is then a random sample), CONFORMANCE_FLAGS e2e.test's.
-conformance: deps build $(BIN)/portmap runc kubelet control-plane sidecars $(BIN)/sample-apiserver conformance-tools ## run the [Conformance] specs of e2e.test against a 3-node cluster; JUnit and summary in CONFORMANCE_OUT (root; hours)
+conformance: deps build $(BIN)/portmap runc $(PROGRAM_DIR)/etcd $(PROGRAM_DIR)/sample-apiserver kubelet control-plane sidecars conformance-tools ## run the [Conformance] specs of e2e.test against a 3-node cluster; JUnit and summary in CONFORMANCE_OUT (root; hours)
 	@rm -rf $(CONFORMANCE_OUT) && mkdir -p $(CONFORMANCE_OUT)
 	@trap '$(BIN)/harness cluster down --dir $(CONFORMANCE_DIR) >$(CONFORMANCE_OUT)/cluster-down.log 2>&1' EXIT; trap 'exit 130' INT TERM; \
 	$(BIN)/harness cluster up --nodes 3 --dir $(CONFORMANCE_DIR) || exit 1; \

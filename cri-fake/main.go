@@ -75,7 +75,7 @@ func main() {
 	fs.StringVar(&opts.NetNS, "netns", "placeholder", `network namespaces: "placeholder" (an empty file per pod; for CNI plugins that fake the network, like cni-fake) or "real" (root only: a real namespace per pod)`)
 	fs.StringVar(&handlers, "runtime-handlers", "runc", "comma-separated runtime handlers RunPodSandbox accepts (RuntimeClass handlers); the default handler \"\" is always accepted")
 	fs.StringVar(&runc, "runc", "auto", `runc binary that runs the containers of program images (catalog entries with a program) for real; "auto": the runc beside this executable when it exists and cri-fake runs as root, else none; "none": every container is simulated`)
-	fs.StringVar(&opts.ProgramDir, "program-dir", "", "directory of the programs the image catalog names (default: the --runc binary's directory)")
+	fs.StringVar(&opts.ProgramDir, "program-dir", "", "directory of the programs the image catalog names (default: programs/ beside the --runc binary; make programs builds bin/programs)")
 	fs.StringVar(&progHandles, "program-handlers", ",runc", `comma-separated runtime handlers whose pods run program images under runc ("" in the list is the default handler); pods of other handlers (plugsim-gvisor) run every image in the simulation`)
 	fs.StringVar(&opts.CgroupParent, "cgroup-parent", "", "cgroup that program containers' cgroups are made in (default plugsim-cri-fake-<hash of --root-dir>; relative to cri-fake's own cgroup on cgroup v1)")
 	fs.StringVar(&opts.CgroupDriver, "cgroup-driver", "cgroupfs", `cgroup driver reported by RuntimeConfig ("cgroupfs" or "systemd"); a kubelet adopts it, so match the host's`)

@@ -34,7 +34,7 @@ func (s *Server) newLauncher(opts Options, info map[string]any, logf func(string
 	sum := sha256.Sum256([]byte(opts.RootDir))
 	l, err := oci.New(oci.Options{
 		Runc:         opts.Runc,
-		ProgramDir:   cmp.Or(opts.ProgramDir, filepath.Dir(opts.Runc)),
+		ProgramDir:   programDir(opts),
 		StateDir:     filepath.Join(opts.RootDir, "oci"),
 		CgroupParent: cmp.Or(opts.CgroupParent, "plugsim-cri-fake-"+hex.EncodeToString(sum[:4])),
 		Handlers:     opts.ProgramHandlers,
@@ -45,7 +45,7 @@ func (s *Server) newLauncher(opts Options, info map[string]any, logf func(string
 	if err != nil {
 		return nil, err
 	}
-	info["programs"] = map[string]any{"runc": opts.Runc, "programDir": cmp.Or(opts.ProgramDir, filepath.Dir(opts.Runc)),
+	info["programs"] = map[string]any{"runc": opts.Runc, "programDir": programDir(opts),
 		"handlers": l.Handlers(), "cgroups": l.CgroupDirs()}
 	return l, nil
 }
@@ -83,4 +83,10 @@ func (s *Server) observeOCI(c oci.Call) {
 		}
 	})
 	s.serving.Recorder().Record(ev)
+}
+
+// programDir is the options' program directory: the "programs" directory beside runc by default
+// (`make programs` builds bin/programs beside bin/runc).
+func programDir(opts Options) string {
+	return cmp.Or(opts.ProgramDir, filepath.Join(filepath.Dir(opts.Runc), "programs"))
 }

@@ -125,7 +125,7 @@ type Options struct {
 	// Runc is the runc binary that runs the containers of program images (images.Program) in pods
 	// of ProgramHandlers (cri-fake/oci); empty: none, every container is simulated. Needs root.
 	Runc string
-	// ProgramDir holds the programs the catalog names (default: Runc's directory).
+	// ProgramDir holds the programs the catalog names (default: "programs" beside Runc).
 	ProgramDir string
 	// ProgramHandlers are the runtime handlers whose pods run program images under runc (nil:
 	// oci.DefaultHandlers, the default handler and "runc").
