@@ -97,7 +97,7 @@ func startNode(c *actionContext, i int) error {
 		}
 	}
 	if _, err := c.startProc(name+"-cri-fake", netns, c.bin("cri-fake"), []string{
-		"--runc", runc, "--cgroup-parent", c.st.Prefix + "-" + name,
+		"--runc", runc, "--cgroup-parent", c.st.Prefix + "-" + name + "-programs",
 		"--endpoint", "unix://" + filepath.Join(nd, "cri.sock"),
 		"--root-dir", filepath.Join(nd, "cri"), "--state-dir", filepath.Join(nd, "state/cri"),
 		"--netns", "real", "--cni-conf-dir", filepath.Join(nd, "cni/net.d"), "--cni-bin-dir", c.o.BinDir,
