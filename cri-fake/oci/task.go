@@ -407,7 +407,7 @@ func (t *programTask) Usage() (task.Usage, error) {
 	t.lastCPU, t.lastAt = u.cpuNanos, now
 	t.mu.Unlock()
 	return task.Usage{
-		Measured: true, MemoryBytes: u.workingSet, CPUNanos: u.cpuNanos, NanoCores: nano,
+		Measured: true, MemoryBytes: u.workingSet, CPUNanos: u.cpuNanos, CPUNanoCores: nano,
 		UsageBytes: u.usageBytes, RSSBytes: u.rss, PageFaults: u.pageFaults, MajorPageFaults: u.majorFaults,
 		WritableLayerBytes: dirBytes(t.b.rootfs(), 10000),
 	}, nil

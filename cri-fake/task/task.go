@@ -116,11 +116,13 @@ type ExecResult struct {
 // Usage is a task's own resource figures.
 type Usage struct {
 	MemoryBytes, CPUNanos, WritableLayerBytes uint64
+	// CPUNanoCores is the CPU rate since the previous Usage (containerd's UsageNanoCores).
+	CPUNanoCores uint64
 	// Measured says the figures are the kernel's (a program container's cgroup, cri-fake/oci):
 	// the runtime reports them as they are, with the fields below, instead of its synthetic
 	// model. MemoryBytes is then the working set.
-	Measured                                                     bool
-	NanoCores, UsageBytes, RSSBytes, PageFaults, MajorPageFaults uint64
+	Measured                                          bool
+	UsageBytes, RSSBytes, PageFaults, MajorPageFaults uint64
 }
 
 // TerminalSize is a TTY size change from a streaming session.
