@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/plugsim/plugsim/cri-fake/oci"
 	"github.com/plugsim/plugsim/internal/mountinfo"
 )
 
@@ -77,9 +80,18 @@ func Down(dir string, out io.Writer) error {
 		}
 	}
 
+	// What the nodes' runc made for program containers (cri-fake/oci): after a kill -9 of cri-fake
+	// they still run; their cgroups, runc state and bundles go with them.
+	for _, nd := range nodeDirs(dir) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		err := oci.Cleanup(ctx, filepath.Join(nd, "cri", "oci"), cmp.Or(st.Runc, "runc"))
+		cancel()
+		if err != nil {
+			return fmt.Errorf("program containers of %s: %w", filepath.Base(nd), err)
+		}
+	}
 	// Each node's mount namespace, found by the layout of dir (not by the state file).
-	nodeDirs, _ := filepath.Glob(filepath.Join(dir, "nodes", "*"))
-	for _, nd := range nodeDirs {
+	for _, nd := range nodeDirs(dir) {
 		m, err := clearNodeMountNS(nd)
 		if err != nil {
 			return err
@@ -140,6 +152,19 @@ func Down(dir string, out io.Writer) error {
 		fmt.Fprintf(out, "no cluster running in %s: nothing to stop\n", dir)
 	}
 	return nil
+}
+
+// nodeDirs are the nodes' directories under the cluster's (DIR/nodes/NODE), whether or not the state
+// file still lists them.
+func nodeDirs(dir string) []string {
+	ents, _ := os.ReadDir(filepath.Join(dir, "nodes"))
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, filepath.Join(dir, "nodes", e.Name()))
+		}
+	}
+	return out
 }
 
 // stop sends TERM to each process, waits for all of them up to stopGrace, then KILLs what is left, and
