@@ -235,7 +235,11 @@ func (c *actionContext) get(path string, into any) (int, error) {
 }
 
 func (c *actionContext) kubectl(args ...string) error {
-	out, err := exec.CommandContext(c.ctx, c.bin("kubectl"), append([]string{"--kubeconfig", c.path("kubeconfig")}, args...)...).CombinedOutput()
+	cmd := exec.CommandContext(c.ctx, c.bin("kubectl"), append([]string{"--kubeconfig", c.path("kubeconfig")}, args...)...)
+	// A step's kubectl is up's own and goes with it: killed, up leaves none behind for down to find
+	// (down acts only on what cluster.json names, and it never names a step's command).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("kubectl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
