@@ -147,7 +147,7 @@ $(BIN)/kubectl: $(BIN)/kube
 	ln -sf kube $@
 
 # Static: it is also the binary of the etcd program image (registry.k8s.io/etcd in cri-fake's catalog).
-$(BIN)/etcd: $(ETCD)/go.mod $(ETCD)/go.sum $(ETCD)/main.go
+$(BIN)/etcd: $(ETCD)/go.mod $(ETCD)/go.sum $(ETCD)/main.go Makefile
 	@mkdir -p $(BIN)
 	cd $(ETCD) && CGO_ENABLED=0 $(GO) build -o $@ .
 
