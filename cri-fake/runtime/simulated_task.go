@@ -56,14 +56,13 @@ func (t *simTask) run(spec process.Spec) error {
 		p.SetMemoryLimit(t.memLimit) // an Update came between applyMemoryLimit and now
 	}
 	t.mu.Unlock()
-	go func() {
-		<-p.Done()
+	p.AfterExit(func() {
 		t.cio.Close()  // ends attach sessions, flushes their last line
 		t.logs.close() // flushes a last line without newline as an F record
 		code, _ := p.ExitCode()
 		t.exit = task.Exit{Code: int32(code), At: p.FinishedAt(), Reason: exitReason(p)}
 		t.closeDone()
-	}()
+	})
 	return nil
 }
 

@@ -20,6 +20,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crifake "k8s.io/cri-client/pkg/fake"
 
+	criruntime "github.com/plugsim/plugsim/cri-fake/runtime"
 	"github.com/plugsim/plugsim/internal/endpoint"
 )
 
@@ -50,6 +51,15 @@ func serveLargeNode(name, socket string) int {
 		// As the cluster runs it, minus CNI: the trace and fault interceptors on, the
 		// process simulation, a temporary state.
 		s, err := Start(Options{Endpoint: ep, StreamingAddr: "none"})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		stop = func() { s.Close() }
+	case "cri-fake-silent":
+		// The same without the process simulation (runtime.UntilStopped): what the
+		// simulated processes cost, apart.
+		s, err := Start(Options{Endpoint: ep, StreamingAddr: "none", Launcher: criruntime.UntilStopped{}})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -209,7 +219,7 @@ func (c *largeNodeChild) load(b *testing.B, pods, perPod int) (podIDs, ctrIDs []
 // at most the upstream fake's.
 func BenchmarkLargeNode(b *testing.B) {
 	const pods, perPod = 10_000, 3
-	names := []string{"cri-fake", "cri-client-fake"}
+	names := []string{"cri-fake", "cri-client-fake", "cri-fake-silent"}
 	children := map[string]*largeNodeChild{}
 	ids := map[string][2][]string{}
 	for _, name := range names {
@@ -326,24 +336,31 @@ func BenchmarkLargeNode(b *testing.B) {
 			return fmt.Sprintf("%.1f µs", ns/1e3)
 		}
 	}
-	fmt.Printf("large node, %d sandboxes and %d running containers, medians of %d interleaved rounds (best in brackets):\n", pods, pods*perPod, len(times[calls[0].name][names[0]]))
-	fmt.Printf("  %-34s %22s %22s %10s\n", "call", "cri-fake", "cri-client-fake", "ratio")
-	for _, c := range calls {
-		ours, ref := times[c.name]["cri-fake"], times[c.name]["cri-client-fake"]
-		ratios := make([]float64, len(ours))
+	ratio := func(call, name string) float64 {
+		ours, ref := times[call][name], times[call]["cri-client-fake"]
+		rs := make([]float64, len(ours))
 		for i := range ours {
-			ratios[i] = ours[i] / ref[i]
+			rs[i] = ours[i] / ref[i]
 		}
-		fmt.Printf("  %-34s %22s %22s %9.2fx\n", c.name,
-			dur(median(ours))+" ("+dur(slices.Min(ours))+")", dur(median(ref))+" ("+dur(slices.Min(ref))+")", median(ratios))
-		b.ReportMetric(median(ratios), c.name+"-ratio")
+		return median(rs)
 	}
-	var rss [2]int64
-	for i, name := range names {
-		r, hwm := children[name].rssKiB(b)
-		rss[i] = r
-		fmt.Printf("  RSS of %-15s %6.1f MiB (peak %.1f MiB)\n", name, float64(r)/1024, float64(hwm)/1024)
+	fmt.Printf("large node, %d sandboxes and %d running containers, medians of %d interleaved rounds (best in brackets); ratios to cri-client-fake (target <= 1.00x):\n", pods, pods*perPod, len(times[calls[0].name][names[0]]))
+	fmt.Printf("  %-32s %21s %21s %21s %8s %8s\n", "call", "cri-fake", "cri-client-fake", "cri-fake-silent", "ratio", "silent")
+	for _, c := range calls {
+		col := func(name string) string {
+			ts := times[c.name][name]
+			return dur(median(ts)) + " (" + dur(slices.Min(ts)) + ")"
+		}
+		fmt.Printf("  %-32s %21s %21s %21s %7.2fx %7.2fx\n", c.name, col("cri-fake"), col("cri-client-fake"), col("cri-fake-silent"),
+			ratio(c.name, "cri-fake"), ratio(c.name, "cri-fake-silent"))
+		b.ReportMetric(ratio(c.name, "cri-fake"), c.name+"-ratio")
 	}
-	fmt.Printf("  RSS ratio %.2fx (target <= 1.00x)\n", float64(rss[0])/float64(rss[1]))
-	b.ReportMetric(float64(rss[0])/float64(rss[1]), "RSS-ratio")
+	rss, hwm := map[string]int64{}, map[string]int64{}
+	for _, name := range names {
+		rss[name], hwm[name] = children[name].rssKiB(b)
+	}
+	for _, name := range names {
+		fmt.Printf("  RSS of %-16s %7.1f MiB (peak %.1f MiB), %.2fx\n", name, float64(rss[name])/1024, float64(hwm[name])/1024, float64(rss[name])/float64(rss["cri-client-fake"]))
+	}
+	b.ReportMetric(float64(rss["cri-fake"])/float64(rss["cri-client-fake"]), "RSS-ratio")
 }
