@@ -1,0 +1,55 @@
+package cluster
+
+import (
+	"strconv"
+)
+
+// apiServer starts kube-apiserver v1.37.2 in the control-plane namespace, waits for its /readyz through
+// the relay, and lets its kubelet client use the kubelets' API.
+type apiServer struct{}
+
+func (apiServer) Name() string { return "start kube-apiserver" }
+
+func (apiServer) Execute(c *actionContext) error {
+	pki := func(f string) string { return c.path("pki", f) }
+	apiArgs := []string{"kube-apiserver",
+		"--etcd-servers", etcdURL,
+		"--bind-address", "0.0.0.0", "--secure-port", strconv.Itoa(apiPort), "--advertise-address", cpAddr,
+		"--tls-cert-file", pki("apiserver.crt"), "--tls-private-key-file", pki("apiserver.key"),
+		"--client-ca-file", pki("ca.crt"),
+		"--service-cluster-ip-range", serviceCIDR,
+		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file", pki("sa.pub"), "--service-account-signing-key-file", pki("sa.key"),
+		"--authorization-mode", "Node,RBAC",
+		// ServiceAccount is on by default; NodeRestriction keeps each kubelet to its own Node and pods.
+		"--enable-admission-plugins", "NodeRestriction",
+		"--kubelet-client-certificate", pki("apiserver-kubelet-client.crt"), "--kubelet-client-key", pki("apiserver-kubelet-client.key"),
+		"--kubelet-certificate-authority", pki("ca.crt"),
+		"--kubelet-preferred-address-types", "InternalIP",
+		"--allow-privileged=true",
+		"--requestheader-client-ca-file", pki("front-proxy-ca.crt"), "--requestheader-allowed-names", "front-proxy-client",
+		"--requestheader-username-headers", "X-Remote-User", "--requestheader-group-headers", "X-Remote-Group",
+		"--requestheader-extra-headers-prefix", "X-Remote-Extra-",
+		"--proxy-client-cert-file", pki("front-proxy-client.crt"), "--proxy-client-key-file", pki("front-proxy-client.key"),
+		"--cert-dir", c.path("pki", "apiserver-generated"),
+		"--profiling=false",
+	}
+	if _, err := c.startProc("kube-apiserver", c.cpNS, c.bin("kube"), apiArgs); err != nil {
+		return err
+	}
+	if err := c.wait("the API server's /readyz (through the relay)", func() (bool, string) {
+		if _, err := c.get("/readyz", nil); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	}); err != nil {
+		return err
+	}
+	c.step("kube-apiserver v1.37.2 ready on %s:%d (Node,RBAC)", cpAddr, apiPort)
+
+	// The API server's kubelet client: kubectl logs, exec and port-forward go through it.
+	if err := c.apply("rbac.yaml", []byte(rbacManifest)); err != nil {
+		return err
+	}
+	return nil
+}
