@@ -13,9 +13,9 @@ import (
 // rendering it as JSON costs ten times that, on the call's own time, only for the trace to keep
 // its first MaxPayload bytes. So a message whose top level holds a list longer than longList is
 // measured element by element only as far as listBudget, and past it the trace keeps a copy
-// holding the list's first elements (shared with the answer, not copied), rendered when the
-// trace is read; the rest is counted in Event.Truncated, estimated from a sample of the
-// elements left out. gRPC still sizes and encodes the whole answer once to send it.
+// holding copies of the list's first elements, rendered when the trace is read; the rest is
+// counted in Event.Truncated, estimated from a sample of the elements left out. gRPC still sizes
+// and encodes the whole answer once to send it.
 
 const (
 	// longList is the list length from which a message is measured as described above.
@@ -111,12 +111,14 @@ func measure(m proto.Message) measured {
 	pm.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		i := index(lists, fd)
 		if i < 0 {
-			p.Set(fd, v)
+			p.Set(fd, v) // at most MaxPayload (above)
 			return true
 		}
+		// The kept elements are copies: a handler may allocate a listing's elements together
+		// (cri-fake's list handlers do), and keeping a pointer into that array would keep all of it.
 		l, pl := v.List(), p.Mutable(fd).List()
 		for k := range keep[i] {
-			pl.Append(l.Get(k))
+			pl.Append(protoreflect.ValueOfMessage(proto.Clone(l.Get(k).Message().Interface()).ProtoReflect()))
 		}
 		return true
 	})
