@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -326,15 +327,14 @@ func RenderProto(v any) json.RawMessage {
 	if err != nil {
 		return nil
 	}
-	// protojson output is not stable in its white space; compact it so traces diff cleanly.
-	var out json.RawMessage
-	if json.Unmarshal(b, &out) != nil {
+	// protojson output is not stable in its white space; compact it so traces diff cleanly (in
+	// one pass: it is valid JSON already).
+	var out bytes.Buffer
+	out.Grow(len(b))
+	if json.Compact(&out, b) != nil {
 		return nil
 	}
-	if c, err := json.Marshal(out); err == nil {
-		return c
-	}
-	return out
+	return out.Bytes()
 }
 
 // secretNames are the CRI fields that carry credentials (runtime.v1 AuthConfig).
