@@ -18,9 +18,9 @@ func BenchmarkRenderProto(b *testing.B) {
 	}
 	req := &runtimeapi.CreateContainerRequest{PodSandboxId: "4f2a", SandboxConfig: pod, Config: &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: "web"}, Image: &runtimeapi.ImageSpec{Image: "sha256:0123456789abcdef", UserSpecifiedImage: "nginx:1.27"},
-		Envs:   []*runtimeapi.KeyValue{{Key: "KUBERNETES_SERVICE_HOST", Value: []byte("198.19.0.1")}, {Key: "KUBERNETES_SERVICE_PORT", Value: []byte("443")}},
-		Mounts: []*runtimeapi.Mount{{ContainerPath: "/var/run/secrets/kubernetes.io/serviceaccount", HostPath: "/var/lib/kubelet/pods/0f8e/volumes/kubernetes.io~projected/kube-api-access-x2k8q", Readonly: true}},
-		Labels: map[string]string{"io.kubernetes.container.name": "web", "io.kubernetes.pod.name": "web-7d4b9c6f5-x2k8q"},
+		Envs:    []*runtimeapi.KeyValue{{Key: "KUBERNETES_SERVICE_HOST", Value: []byte("198.19.0.1")}, {Key: "KUBERNETES_SERVICE_PORT", Value: []byte("443")}},
+		Mounts:  []*runtimeapi.Mount{{ContainerPath: "/var/run/secrets/kubernetes.io/serviceaccount", HostPath: "/var/lib/kubelet/pods/0f8e/volumes/kubernetes.io~projected/kube-api-access-x2k8q", Readonly: true}},
+		Labels:  map[string]string{"io.kubernetes.container.name": "web", "io.kubernetes.pod.name": "web-7d4b9c6f5-x2k8q"},
 		LogPath: "web/0.log",
 	}}
 	b.ReportAllocs()
