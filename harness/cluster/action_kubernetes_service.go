@@ -23,17 +23,23 @@ func (kubernetesService) Execute(c *actionContext) error {
 	c.st.mu.Lock()
 	nodes := append([]Node(nil), c.st.Nodes...)
 	c.st.mu.Unlock()
+	// On a joining machine, the cluster's Service address, led to the relay's listener in the hub
+	// namespace, which carries it to the API server.
+	svc := serviceIP
+	if c.join != nil {
+		svc = c.join.serviceIP
+	}
+	dest := c.hubAddr + ":" + strconv.Itoa(apiPort)
 	for _, n := range nodes {
-		if err := kubernetesServiceRules(n.Netns); err != nil {
+		if err := kubernetesServiceRules(n.Netns, svc, dest); err != nil {
 			return fmt.Errorf("%s: %w", n.Name, err)
 		}
 	}
-	c.step("kubernetes Service %s:443 → API server %s:%d on %d node(s)", serviceIP, cpAddr, apiPort, len(nodes))
+	c.step("kubernetes Service %s:443 → API server %s on %d node(s)", svc, dest, len(nodes))
 	return nil
 }
 
-func kubernetesServiceRules(netns string) error {
-	dest := cpAddr + ":" + strconv.Itoa(apiPort)
+func kubernetesServiceRules(netns, serviceIP, dest string) error {
 	for _, args := range [][]string{
 		{"-t", "nat", "-N", kubernetesChain},
 		{"-t", "nat", "-A", kubernetesChain, "-d", serviceIP + "/32", "-p", "tcp", "--dport", "443", "-j", "DNAT", "--to-destination", dest},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,6 +67,14 @@ func Down(dir string, out io.Writer) error {
 		}
 	}
 
+	// A joining machine's nodes leave the cluster: their kubelets are stopped (so none registers again),
+	// then their Node objects and the bootstrap token go, through the admin kubeconfig `join` kept.
+	var leaveErr error
+	if st.Join != nil {
+		leaveErr = leaveCluster(st, out)
+		did = true
+	}
+
 	// Deepest first: a mount under another must go before it.
 	for i := 0; i < 5; i++ {
 		m := mountsUnder(dir)
@@ -105,6 +114,10 @@ func Down(dir string, out io.Writer) error {
 		did = true
 	}
 
+	if leaveErr != nil {
+		// Everything else is stopped and gone; the state stays so that another `down` retries this.
+		return leaveErr
+	}
 	if err := os.Remove(filepath.Join(dir, StateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -168,4 +181,30 @@ func mountsUnder(dir string) []string {
 		}
 	}
 	return out
+}
+
+// leaveCluster deletes a joining machine's Node objects and its bootstrap token from the cluster it
+// joined. Objects already gone are fine; a cluster that cannot be reached is an error that names what is
+// left, so a second `down` can try again (the state file stays until then).
+func leaveCluster(st *State, out io.Writer) error {
+	kc, err := readKubeconfig(st.Join.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("leaving the cluster: %w (%w)", errNotJoined, err)
+	}
+	var names []string
+	for _, n := range st.Nodes {
+		if _, err := send(kc.client, "DELETE", kc.server+"/api/v1/nodes/"+n.Name, nil, http.StatusNotFound); err != nil {
+			return fmt.Errorf("leaving the cluster: delete node %s: %w", n.Name, err)
+		}
+		names = append(names, n.Name)
+	}
+	if st.Join.TokenID != "" {
+		if _, err := send(kc.client, "DELETE", kc.server+"/api/v1/namespaces/kube-system/secrets/bootstrap-token-"+st.Join.TokenID, nil, http.StatusNotFound); err != nil {
+			return fmt.Errorf("leaving the cluster: delete the bootstrap token: %w", err)
+		}
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(out, "left the cluster %s: deleted node(s) %s and bootstrap token %s\n", kc.server, strings.Join(names, ", "), st.Join.TokenID)
+	}
+	return nil
 }
