@@ -441,6 +441,7 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 	spec.TTY = cfg.GetTty()
 	spec.PidsLimit = kernel.PidsLimit(cfg.GetLinux().GetResources())
 	spec.MemoryLimit = cfg.GetLinux().GetResources().GetMemoryLimitInBytes()
+	spec.CPUQuota, spec.CPUPeriod = kernel.CPULimit(cfg.GetLinux().GetResources())
 	return spec, nil
 }
 

@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"net"
+	"time"
 
 	"github.com/plugsim/plugsim/cri-fake/process/containerio"
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
@@ -85,6 +86,8 @@ type (
 	IPCNamespace   = kernel.IPCNamespace
 	ProcessInfo    = kernel.ProcessInfo
 	Stats          = kernel.Stats
+	// CPUScheduler is the node's CPUs, which the containers' processes share (kernel.CPUScheduler).
+	CPUScheduler = kernel.CPUScheduler
 )
 
 // Bounds of a container's processes and of ExecSync's output.
@@ -111,6 +114,14 @@ func NewIPCNamespace() *IPCNamespace { return kernel.NewIPCNamespace() }
 // node's own objects from sysvipcDir (/proc/sysvipc) besides the simulation's.
 func NewNodeIPCNamespace(sysvipcDir string) *IPCNamespace {
 	return kernel.NewNodeIPCNamespace(sysvipcDir)
+}
+
+// NewCPUScheduler returns the CPUs of a node of n (≤ 0: kernel.DefaultCPUs) for Spec.CPU.
+func NewCPUScheduler(n int) *CPUScheduler { return kernel.NewCPUScheduler(n) }
+
+// CPULimit is the CPU quota and period a container's resources ask for (kernel.CPULimit).
+func CPULimit(r *runtimeapi.LinuxContainerResources) (quota, period time.Duration) {
+	return kernel.CPULimit(r)
 }
 
 // PidsLimit is the pids limit a container's resources ask for (kernel.PidsLimit).

@@ -32,11 +32,16 @@ func (t *simTask) applyMemoryLimit(spec *process.Spec) {
 }
 
 // Update applies UpdateContainerResources: a new memory limit bounds the container's in-memory
-// files from the next write on (what they hold already stays).
+// files from the next write on (what they hold already stays); a new CPU quota throttles its
+// processes from the current period on.
 func (t *simTask) Update(r *runtimeapi.LinuxContainerResources) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.memLimit = r.GetMemoryLimitInBytes()
+	t.cpuRes = r
+	if t.proc != nil {
+		t.proc.SetCPULimit(process.CPULimit(r)) // cpu_quota per cpu_period, from this period on
+	}
 	switch {
 	case t.proc != nil:
 		t.proc.SetMemoryLimit(t.memLimit) // below what it holds: the OOM killer

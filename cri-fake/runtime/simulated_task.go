@@ -40,8 +40,9 @@ type simTask struct {
 	exit       task.Exit
 	exitNotice // the process reports its own end: the runtime keeps no goroutine per container
 
-	memLimit int64       // memory limit bounding the container's in-memory files (under mu)
-	fs       *process.FS // the started process's file system (under mu; see Update)
+	memLimit int64                               // memory limit bounding the container's in-memory files (under mu)
+	cpuRes   *runtimeapi.LinuxContainerResources // the last Update's, for its CPU quota (under mu)
+	fs       *process.FS                         // the started process's file system (under mu; see Update)
 }
 
 // run starts the process and arranges for its end to flush the output and close done.
@@ -54,6 +55,9 @@ func (t *simTask) run(spec process.Spec) error {
 	t.proc = p
 	if t.memLimit != spec.MemoryLimit {
 		p.SetMemoryLimit(t.memLimit) // an Update came between applyMemoryLimit and now
+	}
+	if t.cpuRes != nil {
+		p.SetCPULimit(process.CPULimit(t.cpuRes)) // an Update came before the start
 	}
 	t.mu.Unlock()
 	p.AfterExit(func() {
@@ -102,6 +106,7 @@ func (t *simTask) begin() (err error) {
 	}
 	spec.PIDNamespace = pidns
 	spec.IPCNamespace = sim.ipcNamespace(ts)
+	spec.CPU = sim.cpus
 	t.applyMemoryLimit(&spec)
 	cio := process.NewContainerIO(nil, ts.Config.GetStdin(), ts.Config.GetTty())
 	t.cio = cio // before ready is closed, which publishes it
@@ -235,7 +240,7 @@ func (t *simTask) Usage() (task.Usage, error) {
 		return task.Usage{}, nil
 	}
 	st := t.proc.Stats()
-	return task.Usage{MemoryBytes: st.MemoryBytes, CPUNanos: st.CPUNanos, WritableLayerBytes: st.WritableLayerBytes}, nil
+	return task.Usage{MemoryBytes: st.MemoryBytes, CPUNanos: st.CPUNanos, CPUNanoCores: st.CPUNanoCores, WritableLayerBytes: st.WritableLayerBytes}, nil
 }
 
 // Exec runs an interactive command (the streaming server's Exec).

@@ -44,7 +44,7 @@ func upActions(o Options) []action {
 		nodes{},               // action_nodes.go: per node a namespace, cri-fake and a kubelet
 		csiDriver{},           // action_csi.go: CSIDriver objects, StorageClasses, snapshot CRDs, csi-fake's controller with the real sidecars, its node plugins
 		podNetwork{},          // action_podnetwork.go: pod CIDRs, each node's conflist, routes between nodes and from the control plane
-		kubernetesService{},   // action_kubernetes_service.go: the kubernetes Service's address leads to the API server
+		kubeProxy{},           // action_kubeproxy.go: kube-proxy on every node (Services, the kubernetes Service too)
 	}
 	if o.KubemarkNodes > 0 {
 		list = append(list, kubemarkNodes{}) // action_kubemark.go: hollow nodes, the real kubelet code on the upstream fake runtime

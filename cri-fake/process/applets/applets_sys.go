@@ -72,6 +72,7 @@ func appletSleep(p *kernel.Proc) int {
 
 // wait blocks for d or until the process ends.
 func wait(p *kernel.Proc, d time.Duration) int {
+	p.Idle()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -540,7 +541,8 @@ func appletSysctl(p *kernel.Proc) int {
 		if opts['n'] != "" {
 			fmt.Fprintln(p.Stdout, val)
 		} else {
-			fmt.Fprintf(p.Stdout, "%s = %s\n", k, val)
+			// busybox prints the name with dots, however it was given (sysctl.c outname).
+			fmt.Fprintf(p.Stdout, "%s = %s\n", strings.ReplaceAll(k, "/", "."), val)
 		}
 	}
 	return st

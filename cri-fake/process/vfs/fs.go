@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Mount maps a container path onto a REAL host path: reads and writes under
@@ -129,6 +131,7 @@ type FS struct {
 	written int64
 	held    int64
 	meta    int64
+	shm     int64 // the part of held that nodes written on /dev/shm take (ShmHeld)
 	limit   int64
 	// writers counts the open writers of a node: a file removed while open
 	// keeps its bytes counted until the last writer closes, as on tmpfs.
@@ -278,7 +281,7 @@ func (f *FS) release(n *node) {
 	delete(f.owned, n)
 	if f.writers[n] == 0 {
 		f.written -= n.bytes()
-		f.held -= n.held()
+		f.dropHeld(n, n.held())
 	}
 }
 
@@ -885,6 +888,9 @@ func (w *memWriter) Write(b []byte) (int, error) {
 	n, grown := w.n.appendChunks(b, f.limitBytes()-f.held-f.meta-f.otherMemory())
 	f.written += n
 	f.held += grown
+	if w.n.shm {
+		f.shm += grown
+	}
 	if n > 0 {
 		w.n.mtime = time.Now()
 	}
@@ -909,7 +915,7 @@ func (w *memWriter) Close() error {
 		delete(f.writers, w.n)
 		if !f.owned[w.n] {
 			f.written -= w.n.bytes() // removed while open: its bytes go now
-			f.held -= w.n.held()
+			f.dropHeld(w.n, w.n.held())
 		}
 	}
 	return nil
@@ -921,6 +927,9 @@ func (f *FS) newWriter(n *node, p string) *memWriter {
 		f.writers = map[*node]int{}
 	}
 	f.writers[n]++
+	if isTmpfs(p) && n.held() == 0 {
+		n.shm = true // from its first byte: what it holds is counted as /dev/shm's
+	}
 	return &memWriter{f: f, n: n, tmpfs: isTmpfs(p)}
 }
 
@@ -970,9 +979,13 @@ func (f *FS) OpenWriteAs(c Cred, p string, appendMode bool, perm fs.FileMode) (i
 		} else {
 			flag |= os.O_TRUNC
 		}
+		_, statErr := r.Lstat(l.rel)
 		file, err := r.OpenFile(l.rel, flag, perm.Perm())
 		if err != nil {
 			return nil, pathErr("open", p, err)
+		}
+		if errors.Is(statErr, fs.ErrNotExist) {
+			hostCreated(r, l.rel, file, c, perm.Perm())
 		}
 		return file, nil
 	}
@@ -995,7 +1008,7 @@ func (f *FS) OpenWriteAs(c Cred, p string, appendMode bool, perm fs.FileMode) (i
 		}
 		if !appendMode {
 			f.written -= n.size()
-			f.held -= n.held() - int64(len(n.target))
+			f.dropHeld(n, n.held()-int64(len(n.target)))
 			n.data, n.chunks = nil, nil
 		}
 		n.mtime = time.Now()
@@ -1100,6 +1113,10 @@ func (f *FS) MkdirAs(c Cred, p string, perm fs.FileMode) error {
 		}
 		if err := r.Mkdir(l.rel, perm.Perm()); err != nil {
 			return pathErr("mkdir", p, err)
+		}
+		if dir, err := r.OpenFile(l.rel, unix.O_PATH|unix.O_NOFOLLOW, 0); err == nil {
+			hostCreated(r, l.rel, dir, c, perm.Perm())
+			dir.Close()
 		}
 		if special := perm & (fs.ModeSticky | fs.ModeSetgid | fs.ModeSetuid); special != 0 {
 			return wrapNil("mkdir", p, r.Chmod(l.rel, perm.Perm()|special)) // Root.Mkdir takes permission bits only
