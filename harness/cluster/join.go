@@ -126,7 +126,7 @@ func joinActions() []action {
 		joinRelay{},         // action_join_relay.go: the API server's address inside every node, carried to the real one
 		joinKubelets{},      // action_join_nodes.go: the kubelets, bootstrapping their client certificates
 		podNetwork{},        // action_podnetwork.go: pod CIDRs the cluster allocated, conflists, routes between this machine's nodes
-		kubernetesService{}, // action_kubernetes_service.go: the cluster's kubernetes Service address leads to its API server
+		joinService{},       // action_join_service.go: the cluster's kubernetes Service address leads to its API server
 		waitReady{},         // action_ready.go
 	}
 }
