@@ -14,7 +14,9 @@ import (
 // (pkg/kubemark/hollow_kubelet.go): no CNI, no volumes beyond what the fake mounter pretends, no logs
 // or exec. Each runs in a network namespace of its own on the cluster's bridge, as a plugsim node does,
 // with a client certificate of system:node:hollow-nodeI; its kubelet root directory is under its node
-// directory. kube-proxy's hollow morph is not run (plugsim's nodes run no kube-proxy either).
+// directory. Beside it runs kubemark's hollow kube-proxy (`--morph=proxy`: the real proxy's watches of
+// Services and EndpointSlices over a fake iptables), as kubemark's hollow node pairs them, since plugsim's
+// nodes run the real kube-proxy.
 type kubemarkNodes struct{}
 
 func (kubemarkNodes) Name() string { return "start the kubemark hollow nodes" }
@@ -57,7 +59,19 @@ func (kubemarkNodes) Execute(c *actionContext) error {
 		if _, err := c.startProc(name+"-kubelet", netns, "/usr/bin/env", args); err != nil {
 			return err
 		}
+		proxy, err := c.ca.issue(certSpec{cn: "system:kube-proxy", client: true})
+		if err != nil {
+			return err
+		}
+		pkc := filepath.Join(nd, "kube-proxy.kubeconfig")
+		if err := os.WriteFile(pkc, kubeconfig(inside, c.ca.pem, "system:kube-proxy", proxy), 0o600); err != nil {
+			return err
+		}
+		if _, err := c.startProc(name+"-proxy", netns, c.bin("kubemark"), append([]string{"--morph=proxy", "--name=" + name, "--kubeconfig=" + pkc},
+			c.o.ExtraArgs["kubemark"]...)); err != nil {
+			return err
+		}
 	}
-	c.step("%d kubemark hollow node(s) hollow-node1… started (kubemark --morph=kubelet v1.37.2)", c.o.KubemarkNodes)
+	c.step("%d kubemark hollow node(s) hollow-node1… started (kubemark --morph=kubelet and --morph=proxy v1.37.2)", c.o.KubemarkNodes)
 	return nil
 }
