@@ -50,7 +50,7 @@ the kubeconfig, certificates, logs and each node's files. Stop it with 'harness 
 With --ui 127.0.0.1:PORT it then stays in the foreground serving the live boundary view of every
 node's fakes (see 'harness ui --help') until interrupted; the cluster stays up.
 `)
-	dir := fs.String("dir", "/tmp/plugsim-cluster", "directory for the cluster's state, certificates, logs and nodes (new, empty, or a cluster's from before)")
+	dir := fs.String("dir", defaultDir("cluster"), "directory for the cluster's state, certificates, logs and nodes (new, empty, or a cluster's from before; one only root can write, made 0700 when new)")
 	nodes := fs.Int("nodes", 1, fmt.Sprintf("how many nodes (1 to %d)", cluster.MaxNodes))
 	port := fs.Int("port", 0, "the API server's port on the host's 127.0.0.1 (through the relay); 0 picks a free one")
 	binDir := fs.String("bin-dir", "", "directory holding etcd, kube, kubectl, kubelet, cri-fake, csi-fake, cni-fake, portmap (default $PLUGSIM_BIN, or beside the harness binary)")
@@ -146,7 +146,7 @@ to the API server. It returns once they are Ready. 'harness cluster down --dir D
 deletes their Node objects and the token.
 What crosses machines and what does not: harness/README.md, "Nodes from other machines".
 `)
-	dir := fs.String("dir", "/tmp/plugsim-join", "directory for this machine's nodes: state, logs, each node's files (new, empty, or a join's from before)")
+	dir := fs.String("dir", defaultDir("join"), "directory for this machine's nodes: state, logs, each node's files (new, empty, or a join's from before; one only root can write, made 0700 when new)")
 	kubeconfig := fs.String("kubeconfig", "", "an admin kubeconfig of the cluster to join (required)")
 	host, _ := os.Hostname()
 	name := fs.String("name", sanitizeName(host), "this machine's name: its nodes are NAME-node1, NAME-node2, … (unique in the cluster)")
@@ -159,7 +159,7 @@ What crosses machines and what does not: harness/README.md, "Nodes from other ma
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	abs, err := filepath.Abs(*dir)
+	abs, err := stateDir(*dir, "join")
 	if err != nil {
 		return err
 	}
@@ -206,9 +206,12 @@ func sanitizeName(s string) string {
 func cmdClusterDown(args []string) error {
 	fs := newFlags("cluster down", "[--dir DIR]", `Stops the cluster 'harness cluster up --dir DIR' started, also after a crash of 'up': its processes,
 every mount under DIR, its network namespaces (and with them its veths, routes and iptables rules).
-Logs and certificates stay in DIR. A second 'down' does nothing.
+Logs and certificates stay in DIR. A second 'down' does nothing. It acts only on what is the cluster's
+own: it refuses a directory another local user could have written, signals only the processes 'up'
+started (their pid and start time, working in DIR), and deletes only the network namespaces named for
+DIR, whatever DIR/cluster.json says.
 `)
-	dir := fs.String("dir", "/tmp/plugsim-cluster", "the directory given to 'harness cluster up'")
+	dir := fs.String("dir", defaultDir("cluster"), "the directory given to 'harness cluster up'")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -2,9 +2,9 @@ package cluster
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
+	"github.com/plugsim/plugsim/internal/atomicfile"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -31,13 +31,17 @@ func (joinNodes) Execute(c *actionContext) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		if err := os.WriteFile(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), false), 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), false), 0o644); err != nil {
 			return err
+		}
+		// Its mount namespace, which its kubelet, cri-fake and csi-fake share (mountns.go).
+		if err := makeNodeMountNS(nd); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		if err := startCRIFake(c, name, nd, netns); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		if _, err := c.startProc(name+"-csi-fake-ephemeral", netns, c.bin("csi-fake"), ephemeralDriverArgs(name, nd)); err != nil {
+		if _, err := c.startNodeProc(name+"-csi-fake-ephemeral", netns, nd, c.bin("csi-fake"), ephemeralDriverArgs(name, nd)); err != nil {
 			return err
 		}
 	}

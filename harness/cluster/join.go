@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/plugsim/plugsim/internal/statedir"
 )
 
 // JoinOptions say what `join` starts: nodes on this machine that join a cluster running elsewhere.
@@ -84,6 +86,10 @@ func Join(o JoinOptions) (err error) {
 	if _, err := exec.LookPath("iptables"); err != nil {
 		return errors.New("iptables is missing: install it (`make deps` does, as root: apt-get install iptables)")
 	}
+	// As up: checked (made 0700 when new) before anything reads its state or acts on it.
+	if err := statedir.Prepare(o.Dir, Skip...); err != nil {
+		return err
+	}
 	if err := prepareDir(o.Dir); err != nil {
 		return err
 	}
@@ -119,15 +125,15 @@ func Join(o JoinOptions) (err error) {
 // joinActions is the list `join` runs, in order (see actions.go).
 func joinActions() []action {
 	return []action{
-		reachCluster{},      // action_join_cluster.go: the admin kubeconfig, the cluster's CA and Service address
-		bootstrapToken{},    // action_join_bootstrap.go: a bootstrap token and the RBAC kubeadm's node TLS bootstrap uses
-		joinNetwork{},       // action_join_network.go: this machine's hub namespace and bridge
-		joinNodes{},         // action_join_nodes.go: per node a namespace, cri-fake and the ephemeral CSI driver
-		joinRelay{},         // action_join_relay.go: the API server's address inside every node, carried to the real one
-		joinKubelets{},      // action_join_nodes.go: the kubelets, bootstrapping their client certificates
-		podNetwork{},        // action_podnetwork.go: pod CIDRs the cluster allocated, conflists, routes between this machine's nodes
-		joinService{},       // action_join_service.go: the cluster's kubernetes Service address leads to its API server
-		waitReady{},         // action_ready.go
+		reachCluster{},   // action_join_cluster.go: the admin kubeconfig, the cluster's CA and Service address
+		bootstrapToken{}, // action_join_bootstrap.go: a bootstrap token and the RBAC kubeadm's node TLS bootstrap uses
+		joinNetwork{},    // action_join_network.go: this machine's hub namespace and bridge
+		joinNodes{},      // action_join_nodes.go: per node a namespace, cri-fake and the ephemeral CSI driver
+		joinRelay{},      // action_join_relay.go: the API server's address inside every node, carried to the real one
+		joinKubelets{},   // action_join_nodes.go: the kubelets, bootstrapping their client certificates
+		podNetwork{},     // action_podnetwork.go: pod CIDRs the cluster allocated, conflists, routes between this machine's nodes
+		joinService{},    // action_join_service.go: the cluster's kubernetes Service address leads to its API server
+		waitReady{},      // action_ready.go
 	}
 }
 
