@@ -312,3 +312,29 @@ func (c *actionContext) apply(name string, manifest []byte, flags ...string) err
 	}
 	return c.kubectl(append([]string{"apply"}, append(flags, "-f", p)...)...)
 }
+
+// runAll runs list within c.o.Timeout of parent (nil: none but the timeout). When an action fails it
+// prints what the failure says past its first line (a log's end), then stops what was started (Down),
+// keeping the logs; the error returned, the last line a user sees, names the step, why and the logs.
+func (c *actionContext) runAll(parent context.Context, list []action) (err error) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(parent, c.o.Timeout)
+	defer cancel()
+	c.ctx = ctx
+	defer func() {
+		if err == nil {
+			return
+		}
+		var se *StepError
+		if errors.As(err, &se) && se.Detail() != "" {
+			fmt.Fprintln(c.o.Out, se.Detail())
+		}
+		fmt.Fprintf(c.o.Out, "stopping what was started (logs stay in %s)\n", filepath.Join(c.o.Dir, "logs"))
+		if derr := Down(c.o.Dir, c.o.Out); derr != nil {
+			err = fmt.Errorf("%w; and stopping it: %v", err, derr)
+		}
+	}()
+	return c.run(list)
+}

@@ -99,27 +99,7 @@ func Join(o JoinOptions) (err error) {
 	if err := c.st.save(); err != nil {
 		return err
 	}
-	parent := o.Context
-	if parent == nil {
-		parent = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(parent, o.Timeout)
-	defer cancel()
-	c.ctx = ctx
-	defer func() {
-		if err == nil {
-			return
-		}
-		var se *StepError
-		if errors.As(err, &se) && se.Detail() != "" {
-			fmt.Fprintln(o.Out, se.Detail())
-		}
-		fmt.Fprintf(o.Out, "stopping what was started (logs stay in %s)\n", filepath.Join(o.Dir, "logs"))
-		if derr := Down(o.Dir, o.Out); derr != nil {
-			err = fmt.Errorf("%w; and stopping it: %v", err, derr)
-		}
-	}()
-	return c.run(joinActions())
+	return c.runAll(o.Context, joinActions())
 }
 
 // joinActions is the list `join` runs, in order (see actions.go).

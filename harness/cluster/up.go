@@ -131,29 +131,7 @@ func Up(o Options) (err error) {
 	if err := c.st.save(); err != nil {
 		return err
 	}
-	parent := o.Context
-	if parent == nil {
-		parent = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(parent, o.Timeout)
-	defer cancel()
-	c.ctx = ctx
-	defer func() {
-		if err == nil {
-			return
-		}
-		// What the failure says past its first line (a log's end) first, then what was stopped; the
-		// error itself, the last line a user sees, names the step, why and the logs.
-		var se *StepError
-		if errors.As(err, &se) && se.Detail() != "" {
-			fmt.Fprintln(o.Out, se.Detail())
-		}
-		fmt.Fprintf(o.Out, "stopping what was started (logs stay in %s)\n", filepath.Join(o.Dir, "logs"))
-		if derr := Down(o.Dir, o.Out); derr != nil {
-			err = fmt.Errorf("%w; and stopping it: %v", err, derr)
-		}
-	}()
-	return c.run(upActions(o))
+	return c.runAll(o.Context, upActions(o))
 }
 
 // prepareDir makes DIR, or clears it when it is a cluster's left from before; any other non-empty
