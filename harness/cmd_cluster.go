@@ -117,7 +117,7 @@ Each node's files (kubelet config and logs, cri-fake and csi-fake traces) are in
 components' logs in DIR/logs; harness trace --cluster DIR --drop-polls --since 5m draws what crossed each boundary.
 Stop it with: harness cluster down --dir DIR
 Nodes from another machine (or another directory here) join it with (see harness cluster join --help):
-  harness cluster join --kubeconfig DIR/kubeconfig --name m2 --subnet 2 --nodes 2 --dir /tmp/plugsim-m2
+  harness cluster join --kubeconfig DIR/kubeconfig --name m2 --subnet 2 --nodes 2 --dir /var/lib/plugsim/m2
 `)
 	fmt.Printf("\ncluster up in %s: %d node(s) %s after %.1fs; API server on https://127.0.0.1:%d (relay)\n%s",
 		abs, *nodes, ready, time.Since(start).Seconds(), st.Port, try)
