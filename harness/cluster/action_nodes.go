@@ -91,6 +91,7 @@ func startNode(c *actionContext, i int) error {
 		// runc as containerd's default names it, and a second handler a RuntimeClass can name (what a node
 		// with gVisor installed would serve); any other handler fails RunPodSandbox as containerd's does.
 		"--runtime-handlers", "runc," + extraRuntimeHandler,
+		"--image-catalog", c.path(imageCatalogFile),
 		"--trace", filepath.Join(nd, "cri.jsonl"), "--admin-socket", "unix://" + nodeCRIAdmin(nd),
 	}); err != nil {
 		return err
