@@ -441,6 +441,8 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 	spec.TTY = cfg.GetTty()
 	spec.PidsLimit = kernel.PidsLimit(cfg.GetLinux().GetResources())
 	spec.MemoryLimit = cfg.GetLinux().GetResources().GetMemoryLimitInBytes()
+	spec.CPU = kernel.CPUFromCRI(cfg.GetLinux().GetResources())
+	spec.OOMScoreAdj = cfg.GetLinux().GetResources().GetOomScoreAdj()
 	return spec, nil
 }
 

@@ -138,3 +138,9 @@ func ListenInNetNS(nsPath, network, address string) (net.Listener, error) {
 func DialInNetNS(ctx context.Context, nsPath, network, address string) (net.Conn, error) {
 	return kernel.DialInNetNS(ctx, nsPath, network, address)
 }
+
+// CPUResources is a container's cpu controller as the CRI sets it (kernel.CPUResources).
+type CPUResources = kernel.CPUResources
+
+// CPUFromCRI is the cpu part of CRI resources (kernel.CPUFromCRI).
+func CPUFromCRI(r *runtimeapi.LinuxContainerResources) CPUResources { return kernel.CPUFromCRI(r) }

@@ -340,7 +340,7 @@ func (l *Simulated) Start(ctx context.Context, ts task.Spec) (task.Task, error) 
 		stdinOnce: ts.Config.GetStdinOnce(),
 		ready:     make(chan struct{}),
 		done:      make(chan struct{}),
-		memLimit:  memoryLimit(ts),
+		res:       resources(ts),
 	}
 	t.logs.openIfDirExists()
 	if l.StartLatency <= 0 {

@@ -40,8 +40,8 @@ type simTask struct {
 	exit       task.Exit
 	exitNotice // the process reports its own end: the runtime keeps no goroutine per container
 
-	memLimit int64       // memory limit bounding the container's in-memory files (under mu)
-	fs       *process.FS // the started process's file system (under mu; see Update)
+	res *runtimeapi.LinuxContainerResources // the resources as last set (under mu; see Update)
+	fs  *process.FS                         // the started process's file system (under mu; see Update)
 }
 
 // run starts the process and arranges for its end to flush the output and close done.
@@ -52,8 +52,8 @@ func (t *simTask) run(spec process.Spec) error {
 	}
 	t.mu.Lock()
 	t.proc = p
-	if t.memLimit != spec.MemoryLimit {
-		p.SetMemoryLimit(t.memLimit) // an Update came between applyMemoryLimit and now
+	if t.res.GetMemoryLimitInBytes() != spec.MemoryLimit || process.CPUFromCRI(t.res) != spec.CPU || t.res.GetOomScoreAdj() != spec.OOMScoreAdj {
+		p.UpdateResources(t.res) // an Update came between applyResources and now
 	}
 	t.mu.Unlock()
 	go func() {
@@ -103,7 +103,7 @@ func (t *simTask) begin() (err error) {
 	}
 	spec.PIDNamespace = pidns
 	spec.IPCNamespace = sim.ipcNamespace(ts)
-	t.applyMemoryLimit(&spec)
+	t.applyResources(&spec)
 	cio := process.NewContainerIO(nil, ts.Config.GetStdin(), ts.Config.GetTty())
 	t.cio = cio // before ready is closed, which publishes it
 	spec.Stdin = cio.Stdin()

@@ -114,6 +114,12 @@ type Spec struct {
 	// MemoryLimit is the container's memory limit in bytes (memory_limit_in_bytes; 0: none):
 	// past it the OOM killer ends the container (memory.go).
 	MemoryLimit int64
+	// CPU is the container's cpu controller (cpu_shares, cpu_quota, cpu_period), which
+	// /sys/fs/cgroup's cpu.weight and cpu.max show (cgroupfs.go); it is not enforced.
+	CPU CPUResources
+	// OOMScoreAdj is /proc/<pid>/oom_score_adj of the container's processes (the CRI's
+	// oom_score_adj, which the kubelet derives from the pod's QoS class).
+	OOMScoreAdj int64
 	// IPCNamespace is the System V IPC namespace to join: nil gives the container its own.
 	// Share one per pod for IPC mode POD and the node's (NewNodeIPCNamespace) for NODE.
 	IPCNamespace *IPCNamespace
@@ -212,6 +218,7 @@ type container struct {
 	pidns *PIDNamespace
 	ipcns *IPCNamespace
 	mem   memoryCgroup
+	cg    cgroupState // cpu and oom_score_adj as last set (cgroupfs.go)
 	// procs is how many processes of this container hold a pid slot (table entries and
 	// pipeline subshells), guarded by pidns.mu; see pidsLimit.
 	procs int
@@ -273,6 +280,8 @@ func StartWith(ctx context.Context, spec Spec, applets *AppletSet) (*Process, er
 	}
 	c.readiness = !spec.Behaviour.FailReadiness
 	c.fs.SetProc(c.procFile, c.procPids)
+	c.cg.cpu, c.cg.oomScoreAdj = spec.CPU, spec.OOMScoreAdj
+	c.fs.SetSys(sysTree{c})
 	wd := spec.WorkingDir
 	if wd == "" {
 		wd = "/"
@@ -774,8 +783,9 @@ func infos(tasks []*task) []ProcessInfo {
 // Stats returns simulated resource figures for the whole container (the same
 // for the main process and its execs). After the main process ended, memory
 // is 0 and CPU time stops growing.
-func (p *Process) Stats() Stats {
-	c := p.c
+func (p *Process) Stats() Stats { return p.c.stats() }
+
+func (c *container) stats() Stats {
 	own := c.ownTasks()
 	c.mu.Lock()
 	now := time.Now()

@@ -140,6 +140,8 @@ type FS struct {
 	procList func() []string
 	// memcg is the container's memory controller (memcg.go), nil for none.
 	memcg MemoryCgroup
+	// sys answers under /sys (sysfs.go); nil leaves /sys to the image.
+	sys SysTree
 }
 
 // SetProc installs what answers under /proc besides /proc/sys: read gives
@@ -550,6 +552,12 @@ func (f *FS) stat(p string, follow bool) (fs.FileInfo, loc, error) {
 			return nil, l, pathErr("stat", p, syscall.ENOENT)
 		}
 		return virtualInfo(name, 0o444, len(data)), l, nil
+	case locSys:
+		st, ok := f.sysStat(l.rel)
+		if !ok {
+			return nil, l, pathErr("stat", p, syscall.ENOENT)
+		}
+		return st, l, nil
 	}
 	n, ok := f.get(l.cpath)
 	if !ok {
@@ -670,6 +678,15 @@ func (f *FS) Open(p string) (io.ReadCloser, error) {
 			return nil, pathErr("open", p, syscall.ENOENT)
 		}
 		return io.NopCloser(bytes.NewReader(data)), nil
+	case locSys:
+		st, ok := f.sysStat(l.rel)
+		if !ok {
+			return nil, pathErr("open", p, syscall.ENOENT)
+		}
+		if st.IsDir() {
+			return nil, pathErr("read", p, syscall.EISDIR)
+		}
+		return io.NopCloser(&sysReader{sys: f.sys, rel: l.rel}), nil
 	}
 	n, ok := f.get(l.cpath)
 	if !ok {
@@ -723,6 +740,14 @@ func (f *FS) ReadDir(p string) ([]fs.FileInfo, error) {
 		return nil, nil
 	case locDev:
 		return nil, pathErr("open", p, syscall.ENOTDIR)
+	case locSys:
+		if out, ok := f.sysReadDir(l.rel); ok {
+			return out, nil
+		}
+		if _, ok := f.sysStat(l.rel); ok {
+			return nil, pathErr("open", p, syscall.ENOTDIR)
+		}
+		return nil, pathErr("open", p, syscall.ENOENT)
 	case locProc:
 		names := map[string]bool{}
 		if l.rel == "" {
@@ -954,7 +979,7 @@ func (f *FS) OpenWriteAs(c Cred, p string, appendMode bool, perm fs.FileMode) (i
 			return nil, pathErr("open", p, syscall.EISDIR)
 		}
 		return Discard{}, nil // a masked file is /dev/null
-	case locProc:
+	case locProc, locSys:
 		return nil, pathErr("open", p, syscall.EROFS)
 	case locHost:
 		if l.ro {
@@ -1120,6 +1145,11 @@ func (f *FS) create(c Cred, l loc, op, p string, mode fs.FileMode) error {
 			return pathErr(op, p, syscall.EEXIST)
 		}
 		return pathErr(op, p, syscall.EROFS)
+	case locSys:
+		if _, ok := f.sysStat(l.rel); ok {
+			return pathErr(op, p, syscall.EEXIST)
+		}
+		return pathErr(op, p, syscall.EROFS)
 	}
 	if _, ok := f.get(l.cpath); ok {
 		return pathErr(op, p, syscall.EEXIST)
@@ -1209,7 +1239,7 @@ func (f *FS) RemoveAs(c Cred, p string, recursive bool) error {
 			return wrapNil("remove", p, r.RemoveAll(l.rel)) // never follows a symlink, in or out of the root
 		}
 		return wrapNil("remove", p, r.Remove(l.rel))
-	case locProc, locDev, locMasked:
+	case locProc, locDev, locMasked, locSys:
 		return pathErr("remove", p, syscall.EROFS)
 	}
 	n, ok := f.get(l.cpath)
