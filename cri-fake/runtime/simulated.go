@@ -131,6 +131,20 @@ func (l *Simulated) processSpec(ts task.Spec) (process.Spec, error) {
 		return process.Spec{}, fmt.Errorf("image %s: %w", ts.Image.ID, err)
 	}
 	ic.Layer = ly
+	for ref, vol := range ts.ImageVolumes {
+		var vc process.ImageConfig
+		if c := vol.Config; c != nil {
+			vc = process.ImageConfig{Entrypoint: c.Entrypoint, Cmd: c.Cmd, Behavior: c.Behavior}
+		}
+		vl, err := l.layer(vol.ID, vc)
+		if err != nil {
+			return process.Spec{}, fmt.Errorf("image volume %s: %w", vol.ID, err)
+		}
+		if ic.Volumes == nil {
+			ic.Volumes = map[string]*process.Layer{}
+		}
+		ic.Volumes[ref] = vl
+	}
 	sbCfg := ts.SandboxConfig
 	if sbCfg.GetDnsConfig() == nil && sbCfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE {
 		// containerd copies the host's resolv.conf into a pod without DNS config; it is read

@@ -141,4 +141,7 @@ type Spec struct {
 	// Resources are the container's Linux resources as last set (CreateContainer's, or
 	// UpdateContainerResources' since); nil means Config's.
 	Resources *runtimeapi.LinuxContainerResources
+	// ImageVolumes are the images the container's image volumes (Mount.image) name, by the
+	// reference in the mount (ImageSpec.image); nil when it has none.
+	ImageVolumes map[string]images.Image
 }

@@ -84,6 +84,8 @@ type FSConfig struct {
 	// ReadonlyPaths refuse writes (EROFS), as runc applies them.
 	MaskedPaths   []string
 	ReadonlyPaths []string
+	// ImageVolumes are images mounted read-only in the view (imagevolume.go).
+	ImageVolumes []ImageVolume
 	// MemoryLimit bounds the bytes the container's own files hold (those
 	// written outside any mount, which live in cri-fake's memory): past it a
 	// write fails with ENOSPC, as on a full tmpfs. FromCRI sets the
@@ -142,6 +144,8 @@ type FS struct {
 	memcg MemoryCgroup
 	// sys answers under /sys (sysfs.go); nil leaves /sys to the image.
 	sys SysTree
+	// images are the image volumes, in the order they were placed (imagevolume.go).
+	images []imageMount
 }
 
 // SetProc installs what answers under /proc besides /proc/sys: read gives
@@ -202,6 +206,9 @@ func NewFS(cfg FSConfig) (*FS, error) {
 	if err := f.addMounts(cfg.Mounts, add); err != nil {
 		return nil, err
 	}
+	if err := f.addImageVolumes(cfg.ImageVolumes); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -226,6 +233,11 @@ func (f *FS) get(p string) (*node, bool) {
 	}
 	if f.whiteout[p] {
 		return nil, false
+	}
+	if len(f.images) > 0 {
+		if n, covered := f.imageNode(p); covered {
+			return n, n != nil
+		}
 	}
 	n, ok := f.lower.entries[p]
 	return n, ok
@@ -315,6 +327,7 @@ func (f *FS) all() map[string]*node {
 			out[p] = n
 		}
 	}
+	f.imageEntries(out)
 	for p, n := range f.upper {
 		out[p] = n
 	}

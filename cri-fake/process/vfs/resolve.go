@@ -268,7 +268,7 @@ func (f *FS) finish(l loc) loc {
 		l.ro = true
 		return l
 	}
-	if l.kind == locMem && f.cfg.ReadonlyRootfs {
+	if l.kind == locMem && (f.cfg.ReadonlyRootfs || (len(f.images) > 0 && f.underImageVolume(l.cpath))) {
 		l.ro = true
 	}
 	if l.kind == locProc || l.kind == locSys || f.underPrefix(f.cfg.ReadonlyPaths, l.cpath) {
