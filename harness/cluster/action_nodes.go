@@ -80,7 +80,11 @@ func startNode(c *actionContext, i int) error {
 	if err := os.WriteFile(filepath.Join(nd, "kubelet.kubeconfig"), kubeconfig(inside, c.ca.pem, "system:node:"+name, client), 0o600); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt")), 0o644); err != nil {
+	cgroup := nodeCgroup(c.st.Prefix, name)
+	if err := makeNodeCgroup(cgroup); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), cgroup), 0o644); err != nil {
 		return err
 	}
 
@@ -113,15 +117,17 @@ func startNode(c *actionContext, i int) error {
 	return err
 }
 
-// kubeletConfig is a node's KubeletConfiguration: the standalone suite's settings for this machine (no
-// cgroup hierarchy of its own, cgroupfs), serving on the node's address with the cluster's certificates,
-// and checking callers against the API server (webhook authentication and authorisation).
-func kubeletConfig(nd, ip, caFile string) []byte {
+// kubeletConfig is a node's KubeletConfiguration: pod cgroups under the node's own cgroup root
+// (cgroups.go; cgroupfs, nothing enforced on the node's allocatable), serving on the node's address
+// with the cluster's certificates, and checking callers against the API server (webhook
+// authentication and authorisation).
+func kubeletConfig(nd, ip, caFile, cgroupRoot string) []byte {
 	return fmt.Appendf(nil, `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failSwapOn: false
 failCgroupV1: false
-cgroupsPerQOS: false
+cgroupsPerQOS: true
+cgroupRoot: %[4]s
 enforceNodeAllocatable: []
 cgroupDriver: cgroupfs
 address: %[2]s
@@ -144,5 +150,5 @@ authentication:
   webhook: {enabled: true}
   x509: {clientCAFile: %[3]s}
 authorization: {mode: Webhook}
-`, nd, ip, caFile)
+`, nd, ip, caFile, cgroupRoot)
 }

@@ -23,7 +23,8 @@ const stopGrace = 10 * time.Second
 // Down stops the cluster in dir and takes away what it made: its processes (kubelets first, so none
 // restarts a pod the fakes are tearing down), every mount under dir (each kubelet's bind-mounted root dir,
 // the tmpfs of secret and projected volumes, cri-fake's pod network namespaces), and its network
-// namespaces (with them the veths, routes and portmap's iptables rules, which live only there). It keeps
+// namespaces (with them the veths, routes and portmap's iptables rules, which live only there), and the
+// nodes' cgroups (cgroups.go). It keeps
 // the logs and the certificates. With nothing to stop it does nothing and says so.
 func Down(dir string, out io.Writer) error {
 	st, err := ReadState(dir)
@@ -101,6 +102,14 @@ func Down(dir string, out io.Writer) error {
 		}
 		if out, err := exec.Command("ip", "netns", "del", n).CombinedOutput(); err != nil {
 			return fmt.Errorf("ip netns del %s: %v: %s", n, err, strings.TrimSpace(string(out)))
+		}
+		did = true
+	}
+
+	// The nodes' cgroup roots, once no kubelet makes pod cgroups in them.
+	for _, cg := range clusterCgroups(st.Prefix) {
+		if err := removeCgroupTree(cg); err != nil {
+			return fmt.Errorf("removing the cgroup %s: %w", cg, err)
 		}
 		did = true
 	}
