@@ -82,12 +82,12 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMinor=37 \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
-control-plane: $(BIN)/kube $(BIN)/kubectl $(BIN)/etcd ## build etcd v3.6.16 and kube-apiserver, -controller-manager, -scheduler, kubectl v1.37.2 (one binary, bin/kube)
+control-plane: $(BIN)/kube $(BIN)/kubectl $(BIN)/etcd ## build etcd v3.6.16 and kube-apiserver, -controller-manager, -scheduler, kube-proxy, kubectl v1.37.2 (one binary, bin/kube)
 
 # One multi-call binary (harness/tools/kube/main.go): apiserver, controller-manager, scheduler and kubectl.
 $(BIN)/kube: $(KUBE)/go.mod $(KUBE)/go.sum $(KUBE)/main.go
 	@mkdir -p $(BIN)
-	@echo "building kube-apiserver, kube-controller-manager, kube-scheduler and kubectl $(KUBE_VERSION) as bin/kube: minutes on 2 cores"
+	@echo "building kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy and kubectl $(KUBE_VERSION) as bin/kube: minutes on 2 cores"
 	cd $(KUBE) && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" .
 
 $(BIN)/kubectl: $(BIN)/kube
@@ -240,6 +240,7 @@ FUZZ_TARGETS := \
 	cri-fake/network:FuzzCNIResult cri-fake/network:FuzzCachedResult cri-fake/network:FuzzConfFile \
 	cri-fake/network:FuzzCapabilityArgs cri-fake/network:FuzzPodCIDRs \
 	cri-fake/process/shell:FuzzShellParse cri-fake/process:FuzzShell cri-fake/process:FuzzIPCTools internal/mountinfo:FuzzParse \
+	cri-fake/process/agnhost:FuzzReviews cri-fake/process/netapplets:FuzzDNSAnswer \
 	cri-fake/images:FuzzParseReference cri-fake/images:FuzzParseCatalog \
 	cri-fake/process/seccomp:FuzzSeccompProfile cri-fake/store:FuzzLoad cri-fake/server:FuzzCRI cri-fake/server:FuzzStateDir \
 	csi-fake/state:FuzzOpen csi-fake/server:FuzzCSI csi-fake/server:FuzzStateDir \

@@ -36,8 +36,9 @@ func cmdCluster(args []string) error {
 func cmdClusterUp(args []string) error {
 	fs := newFlags("cluster up", "[--nodes N] [--dir DIR] [flags]", `Starts a Kubernetes cluster on plugsim's fakes, as root, with no container runtime: etcd v3.6.16 and
 kube-apiserver, kube-controller-manager, kube-scheduler v1.37.2 in a control-plane network namespace,
-and N nodes, each a network namespace of its own holding a real kubelet v1.37.2, cri-fake (real pod
-network namespaces, the cni-fake → portmap chain with the node's podCIDR) and csi-fake's node plugin.
+and N nodes, each a network namespace of its own holding a real kubelet v1.37.2, kube-proxy v1.37.2
+(iptables mode: Services), cri-fake (real pod network namespaces, the cni-fake → portmap chain with the
+node's podCIDR) and csi-fake's node plugin.
 The CSI controller (csi-fake) runs with the real sidecars found in the bin dir (and, with the CRDs in
 bin/snapshot-crds, snapshot-controller); its storage is network-attached, so a PVC's volume follows
 its pod to any node. Every address is in

@@ -50,6 +50,13 @@ func TestPullImage(t *testing.T) {
 		{"digest", "gcr.io/k8s-staging-cri-tools/test-image-digest@sha256:9700f9a2f5bf2c45f2f605a0bd3bce7cf37420ec9d3ed50ac2758413308766bf", codes.OK},
 		{"unknown image", "example.com/nothing:here", codes.NotFound},
 		{"unknown tag", "busybox:0.0.0", codes.NotFound},
+		// The images the conformance specs pull to see a pull fail (the kubelet reports
+		// ErrImagePull for NotFound, then ImagePullBackOff): apps/daemon_set.go and
+		// apps/deployment.go.
+		{"conformance: foo:non-existent", "foo:non-existent", codes.NotFound},
+		{"conformance: webserver:404", "webserver:404", codes.NotFound},
+		{"conformance: gb-redisslave:nonexistent", "gcr.io/google_samples/gb-redisslave:nonexistent", codes.NotFound},
+		{"conformance: agnhost:2.66.1", "registry.k8s.io/e2e-test-images/agnhost:2.66.1", codes.OK},
 		{"invalid", "UPPER", codes.InvalidArgument},
 		{"empty", "", codes.InvalidArgument},
 	} {

@@ -77,7 +77,9 @@ func TestWebServers(t *testing.T) {
 		{name: "netexec hostname", image: "agnhost", args: []string{"/agnhost", "netexec", "--http-port=8080"}, port: ":8080", path: "/hostname", status: 200, body: "srv-1", stopSignal: syscall.SIGTERM},
 		{name: "netexec echo", image: "agnhost", args: []string{"/agnhost", "netexec"}, port: ":8080", path: "/echo?msg=ping", status: 200, body: "ping", stopSignal: syscall.SIGTERM},
 		{name: "netexec shell", image: "agnhost", args: []string{"/agnhost", "netexec"}, port: ":8080", path: "/shell?cmd=hostname", status: 200, body: `"output":"srv-1\n"`, stopSignal: syscall.SIGTERM},
-		{name: "serve-hostname", image: "agnhost", args: []string{"/agnhost", "serve-hostname"}, port: ":9376", path: "/", status: 200, body: "srv-1", stopSignal: syscall.SIGTERM},
+		// serve-hostname waits 60 s after TERM for the pod's deletion (agnhost_test.go checks it);
+		// KILL ends it here.
+		{name: "serve-hostname", image: "agnhost", args: []string{"/agnhost", "serve-hostname"}, port: ":9376", path: "/", status: 200, body: "srv-1", stopSignal: syscall.SIGKILL, stopCode: 137},
 		{name: "readiness failing", image: "nginx", args: []string{"nginx"}, port: ":80", path: "/healthz", status: 503, behaviour: Behaviour{FailReadiness: true}, stopSignal: syscall.SIGKILL, stopCode: 137},
 	}
 	for _, tc := range tests {

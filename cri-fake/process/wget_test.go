@@ -107,7 +107,7 @@ func TestWgetInNetNS(t *testing.T) {
 	port := freePortIn(t, netns)
 	var out syncBuffer
 	startProc(t, Spec{Args: []string{"/agnhost", "netexec", fmt.Sprintf("--http-port=%d", port)}, FS: newFS(t, FSConfig{Image: BaseLayer("agnhost")}),
-		Hostname: "srv-in-ns", NetNS: netns.Path(), Stdout: &out})
+		Hostname: "srv-in-ns", NetNS: netns.Path(), Stdout: &out, Stderr: &out}) // agnhost logs with log.Printf: stderr
 	waitFor(t, "netexec started", func() bool { return strings.Contains(out.String(), "Started HTTP server") })
 	client := newFS(t, FSConfig{Hostname: "client"})
 	stdout, stderr, code := runCmd(t, Spec{Args: []string{"wget", "-qO-", fmt.Sprintf("http://127.0.0.1:%d/hostname", port)}, FS: client, NetNS: netns.Path()})

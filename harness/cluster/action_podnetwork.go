@@ -9,8 +9,8 @@ import (
 )
 
 // podNetwork waits for every node's pod CIDR, writes each node's conflist (into its conf dir unless
-// EmptyCNI) and routes each node's pod CIDR through its address on every other node, as Calico's BGP
-// routes do without encapsulation.
+// EmptyCNI) and routes each node's pod CIDR through its address on every other node and in the
+// control-plane namespace, as Calico's BGP routes do without encapsulation.
 type podNetwork struct{}
 
 func (podNetwork) Name() string { return "set up the pod network" }
@@ -58,6 +58,18 @@ func (podNetwork) Execute(c *actionContext) error {
 		}
 		c.step("%s %s podCIDR %s", n.Name, n.IP, n.PodCIDR)
 	}
+	// The control plane reaches every pod, and a pod's packets to the API server get their answer: the
+	// control-plane namespace routes each node's pod CIDR through that node (what a node's BGP peer
+	// would learn), so the API server's pod and service proxy, admission and conversion webhooks and
+	// aggregated API servers reach pod IPs.
+	var routes [][]string
+	for _, n := range nodes {
+		routes = append(routes, []string{"-n", c.cpNS, "route", "add", n.PodCIDR, "via", n.IP})
+	}
+	if err := ipCmds(routes); err != nil {
+		return err
+	}
+	c.step("%s routes the pod CIDRs through their nodes", c.cpNS)
 	return nil
 }
 

@@ -44,7 +44,8 @@ func upActions(o Options) []action {
 		imageCatalog{},        // action_catalog.go: DIR/image-catalog.yaml, which every node's cri-fake reads
 		nodes{},               // action_nodes.go: per node a namespace, cri-fake and a kubelet
 		csiDriver{},           // action_csi.go: CSIDriver objects, StorageClasses, snapshot CRDs, csi-fake's controller with the real sidecars, its node plugins
-		podNetwork{},          // action_podnetwork.go: pod CIDRs, each node's conflist, routes between nodes
+		podNetwork{},          // action_podnetwork.go: pod CIDRs, each node's conflist, routes between nodes and from the control plane
+		kubeProxy{},           // action_kubeproxy.go: kube-proxy on every node (Services, the kubernetes Service too)
 	}
 	if !o.EmptyCNI {
 		list = append(list, waitReady{}) // action_ready.go

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 )
@@ -77,6 +78,10 @@ func Up(o Options) (err error) {
 		if fi, err := os.Stat(filepath.Join(o.BinDir, name)); err != nil || fi.Mode()&0o111 == 0 {
 			return fmt.Errorf("%s is missing: build it with `%s` (or point --bin-dir at it)", filepath.Join(o.BinDir, name), target)
 		}
+	}
+	// portmap and the kubernetes Service's rules need iptables in each node's namespace.
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return errors.New("iptables is missing: install it (`make deps` does, as root: apt-get install iptables)")
 	}
 	if err := prepareDir(o.Dir); err != nil {
 		return err

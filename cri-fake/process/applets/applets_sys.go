@@ -540,7 +540,8 @@ func appletSysctl(p *kernel.Proc) int {
 		if opts['n'] != "" {
 			fmt.Fprintln(p.Stdout, val)
 		} else {
-			fmt.Fprintf(p.Stdout, "%s = %s\n", k, val)
+			// busybox prints the name with dots, however it was given (sysctl.c outname).
+			fmt.Fprintf(p.Stdout, "%s = %s\n", strings.ReplaceAll(k, "/", "."), val)
 		}
 	}
 	return st

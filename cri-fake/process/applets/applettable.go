@@ -3,6 +3,7 @@ package applets
 import (
 	"sync"
 
+	"github.com/plugsim/plugsim/cri-fake/process/agnhost"
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
 	"github.com/plugsim/plugsim/cri-fake/process/libbb"
 	"github.com/plugsim/plugsim/cri-fake/process/netapplets"
@@ -87,8 +88,17 @@ func Rows() []kernel.Applet {
 		{Name: "brctl", Run: netapplets.Brctl, Busybox: true},
 		{Name: "nnp", Run: appletNnp},
 		{Name: "dd", Run: appletDd, Busybox: true},
+		{Name: "expr", Run: appletExpr, Busybox: true},
+		{Name: "hexdump", Run: appletHexdump, Busybox: true},
 		{Name: "ipcs", Run: appletIpcs, Busybox: true},
 		{Name: "ipcmk", Run: appletIpcmk}, // util-linux's: not in busybox
+		// The network clients of the agnhost and glibc-dns-testing images (curl, netcat-openbsd,
+		// BIND's dig and nslookup, libc's getent), not busybox's.
+		{Name: "curl", Run: netapplets.Curl},
+		{Name: "nc", Run: netapplets.Nc},
+		{Name: "dig", Run: netapplets.Dig},
+		{Name: "nslookup", Run: netapplets.Nslookup},
+		{Name: "getent", Run: netapplets.Getent},
 		{Name: "bash", Run: shell.Sh},
 		{Name: "busybox", Run: appletBusybox},
 		{Name: "pause", Run: libbb.Pause},
@@ -96,7 +106,7 @@ func Rows() []kernel.Applet {
 		{Name: "nginx", Run: netapplets.Nginx},
 		{Name: "httpd", Run: netapplets.Httpd},
 		{Name: "httpd-foreground", Run: netapplets.Httpd},
-		{Name: "agnhost", Run: netapplets.Agnhost},
+		{Name: "agnhost", Run: agnhost.Main},
 	}
 }
 

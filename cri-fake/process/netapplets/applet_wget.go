@@ -1,6 +1,7 @@
 package netapplets
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
 	"github.com/plugsim/plugsim/cri-fake/process/libbb"
+	"github.com/plugsim/plugsim/cri-fake/process/resolv"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
@@ -35,6 +37,9 @@ type wgetOpts struct {
 	userAgent                     string
 	headers                       []string
 	urls                          []string
+	// postData is --post-data's body (or --post-file's file name in postFile): a POST with
+	// Content-Type application/x-www-form-urlencoded, as busybox sends it.
+	postData, postFile *string
 }
 
 func parseWgetArgs(args []string) (wgetOpts, error) {
@@ -107,6 +112,14 @@ func parseWgetArgs(args []string) (wgetOpts, error) {
 			if v, err = value(&i, a, name); err == nil {
 				o.userAgent = v
 			}
+		case a == "--post-data" || strings.HasPrefix(a, "--post-data="):
+			if v, err = value(&i, a, "--post-data"); err == nil {
+				o.postData = &v
+			}
+		case a == "--post-file" || strings.HasPrefix(a, "--post-file="):
+			if v, err = value(&i, a, "--post-file"); err == nil {
+				o.postFile = &v
+			}
 		case a == "--header" || strings.HasPrefix(a, "--header="):
 			if v, err = value(&i, a, "--header"); err == nil {
 				o.headers = append(o.headers, v)
@@ -129,14 +142,14 @@ func parseWgetArgs(args []string) (wgetOpts, error) {
 // Wget is busybox wget for http:// URLs, the client the Kubernetes docs and e2e tests run
 // in a busybox pod to reach another pod or a Service (`wget -qO- http://10.244.1.5:8080/`). It
 // connects from the container's network namespace (Spec.NetNS; the node's for a host-network
-// pod), so it reaches what that namespace routes to and nothing else. Hosts are IP literals or
-// localhost: the simulation has no resolver, and the host's would ask DNS servers outside the
-// machine. With Spec.Listen (no kernel namespace) there is no network to connect from.
+// pod), so it reaches what that namespace routes to and nothing else. A host name is resolved
+// through the container's /etc/hosts and resolv.conf (DNS from a pod's own namespace only). With
+// Spec.Listen (no kernel namespace) there is no network to connect from.
 func Wget(p *kernel.Proc) int {
 	o, err := parseWgetArgs(p.Args[1:])
 	if err != nil {
 		p.Errorf("%v", err)
-		fmt.Fprintln(p.Stderr, "Usage: wget [-cqS] [--spider] [-O FILE] [-T SEC] [-U AGENT] [--header 'HEADER: VALUE'] URL...")
+		fmt.Fprintln(p.Stderr, "Usage: wget [-cqS] [--spider] [-O FILE] [-T SEC] [-U AGENT] [--header 'HEADER: VALUE'] [--post-data STR | --post-file FILE] URL...")
 		return 1
 	}
 	status := 0
@@ -173,10 +186,24 @@ func wgetOne(p *kernel.Proc, o wgetOpts, raw string) bool {
 		ctx, cancel = context.WithTimeout(p.Ctx(), o.timeout)
 	}
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	method, body := http.MethodGet, io.Reader(nil)
+	if o.postFile != nil {
+		data, err := p.ReadFileBounded(p.Abs(*o.postFile))
+		if err != nil {
+			p.Errorf("can't open '%s': %s", *o.postFile, vfs.Strerror(err))
+			return false
+		}
+		method, body = http.MethodPost, bytes.NewReader(data)
+	} else if o.postData != nil {
+		method, body = http.MethodPost, strings.NewReader(*o.postData)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		p.Errorf("bad address '%s'", raw)
 		return false
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	if o.spider {
 		req.Method = http.MethodHead
@@ -280,21 +307,19 @@ func wgetOne(p *kernel.Proc, o wgetOpts, raw string) bool {
 	return true
 }
 
-// wgetDial connects from the container's network namespace. Only IP literals and localhost
-// resolve (see Wget).
+// wgetDial connects from the container's network namespace, a host name resolved through the
+// container's /etc/hosts and resolv.conf (package resolv; no DNS query outside a pod's own
+// network namespace).
 func wgetDial(p *kernel.Proc, ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
 	}
-	if host == "localhost" {
-		host = "127.0.0.1"
-	}
-	if net.ParseIP(host) == nil {
+	ips, err := resolv.LookupHost(ctx, p, host)
+	if err != nil || len(ips) == 0 {
 		return nil, &wgetBadAddress{host}
 	}
-	addr = net.JoinHostPort(host, port)
-	return p.Dial(ctx, network, addr)
+	return p.Dial(ctx, network, net.JoinHostPort(ips[0].String(), port))
 }
 
 type wgetBadAddress struct{ host string }

@@ -2,7 +2,6 @@ package netapplets
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
-	"github.com/plugsim/plugsim/cri-fake/process/libbb"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
@@ -283,113 +281,4 @@ func Httpd(p *kernel.Proc) int {
 		fmt.Fprintf(p.Stderr, "[%s] [mpm_event:notice] [pid %d:tid 1] AH00491: caught SIGTERM, shutting down\n", time.Now().Format("Mon Jan 02 15:04:05.000000 2006"), p.Pid())
 	}
 	return code
-}
-
-// longFlag reads --name=value or --name value from args.
-func longFlag(args []string, name, def string) string {
-	for i, a := range args {
-		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
-			return v
-		}
-		if (a == "--"+name || a == "-"+name) && i+1 < len(args) {
-			return args[i+1]
-		}
-	}
-	return def
-}
-
-// Agnhost implements the agnhost subcommands used as generic test
-// servers: netexec, serve-hostname and pause.
-func Agnhost(p *kernel.Proc) int {
-	if len(p.Args) < 2 {
-		fmt.Fprintln(p.Stderr, "Usage: agnhost [command]\n\nAvailable Commands (simulated): netexec, serve-hostname, pause")
-		return 1
-	}
-	sub, args := p.Args[1], p.Args[2:]
-	switch sub {
-	case "pause":
-		return libbb.Pause(p)
-	case "serve-hostname":
-		port, _ := strconv.Atoi(longFlag(args, "port", "9376"))
-		s := &server{p: p, ports: []int{port},
-			handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				fmt.Fprint(w, p.Hostname())
-			}),
-			bindError: func(port int, err error) string { return fmt.Sprintf("Error from Listen(): %v", err) },
-			announce:  func() { fmt.Fprintf(p.Stdout, "Serving on port %d.\n", port) },
-		}
-		return s.run()
-	case "netexec":
-		port, _ := strconv.Atoi(longFlag(args, "http-port", "8080"))
-		return netexec(p, port)
-	}
-	fmt.Fprintf(p.Stderr, "Error: unknown command %q for \"agnhost\" (not simulated)\n", sub)
-	return 1
-}
-
-func netexec(p *kernel.Proc, port int) int {
-	mux := http.NewServeMux()
-	exitCh := make(chan int, 1)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		fmt.Fprintf(w, "NOW: %v", time.Now())
-	})
-	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.FormValue("msg")) })
-	mux.HandleFunc("/clientip", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.RemoteAddr) })
-	hostname := func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, p.Hostname()) }
-	mux.HandleFunc("/hostname", hostname)
-	mux.HandleFunc("/hostName", hostname)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
-	mux.HandleFunc("/exit", func(w http.ResponseWriter, r *http.Request) {
-		code, err := strconv.Atoi(r.FormValue("code"))
-		if err != nil {
-			http.Error(w, "bad code", http.StatusBadRequest)
-			return
-		}
-		select {
-		case exitCh <- code:
-		default:
-		}
-	})
-	mux.HandleFunc("/shell", func(w http.ResponseWriter, r *http.Request) {
-		// agnhost answers with the command's whole output; it is kept to ExecSync's bound, so
-		// `/shell?cmd=cat /dev/zero` cannot fill cri-fake's memory.
-		out := &kernel.NewCappedOutput(kernel.MaxExecSyncOutput).Stdout
-		exe, err := p.LookPath("sh", p.Env, p.Dir)
-		result := map[string]string{}
-		if err == nil {
-			code, err := p.Spawn(exe, []string{"sh", "-c", r.FormValue("cmd")}, p.Env, p.Dir, kernel.Stdio{In: strings.NewReader(""), Out: out, Err: out}, false)
-			switch {
-			case err != nil:
-				result["error"] = "fork/exec " + exe.Path + ": resource temporarily unavailable" // Go's os/exec wording
-			case code != 0:
-				result["error"] = fmt.Sprintf("exit status %d", code)
-			}
-		} else {
-			result["error"] = err.Error()
-		}
-		result["output"] = string(out.Bytes())
-		json.NewEncoder(w).Encode(result)
-	})
-	s := &server{p: p, ports: []int{port}, handler: mux,
-		bindError: func(port int, err error) string { return fmt.Sprintf("listen tcp :%d: %v", port, err) },
-		announce:  func() { fmt.Fprintf(p.Stdout, "Started HTTP server on port %d\n", port) }}
-	done := make(chan int, 1)
-	go func() {
-		defer p.RecoverCrash()
-		done <- s.run()
-	}()
-	select {
-	case code := <-done:
-		return code
-	case code := <-exitCh:
-		return code
-	case <-p.Ctx().Done():
-		// Killed, or its server crashed (recoverCrash ended the process).
-		code, _ := kernel.ExitCause(p.Ctx())
-		return code
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"path"
 	"runtime/debug"
 	"sort"
@@ -241,6 +242,11 @@ func (s *shell) evalString(src string, sio kernel.Stdio) int {
 
 func (s *shell) lookup(name string) (string, bool) {
 	v, ok := s.vars[name]
+	if !ok && name == "RANDOM" {
+		// ash's dynamic $RANDOM (ASH_RANDOM_SUPPORT): 0..32767, a new one at each read. An
+		// assignment makes it a plain variable here (ash would reseed).
+		return strconv.Itoa(rand.IntN(32768)), true
+	}
 	return v, ok
 }
 

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Mount maps a container path onto a REAL host path: reads and writes under
@@ -1008,9 +1010,13 @@ func (f *FS) OpenWriteAs(c Cred, p string, appendMode bool, perm fs.FileMode) (i
 		} else {
 			flag |= os.O_TRUNC
 		}
+		_, statErr := r.Lstat(l.rel)
 		file, err := r.OpenFile(l.rel, flag, perm.Perm())
 		if err != nil {
 			return nil, pathErr("open", p, err)
+		}
+		if errors.Is(statErr, fs.ErrNotExist) {
+			hostCreated(r, l.rel, file, c, perm.Perm())
 		}
 		return file, nil
 	}
@@ -1138,6 +1144,10 @@ func (f *FS) MkdirAs(c Cred, p string, perm fs.FileMode) error {
 		}
 		if err := r.Mkdir(l.rel, perm.Perm()); err != nil {
 			return pathErr("mkdir", p, err)
+		}
+		if dir, err := r.OpenFile(l.rel, unix.O_PATH|unix.O_NOFOLLOW, 0); err == nil {
+			hostCreated(r, l.rel, dir, c, perm.Perm())
+			dir.Close()
 		}
 		if special := perm & (fs.ModeSticky | fs.ModeSetgid | fs.ModeSetuid); special != 0 {
 			return wrapNil("mkdir", p, r.Chmod(l.rel, perm.Perm()|special)) // Root.Mkdir takes permission bits only

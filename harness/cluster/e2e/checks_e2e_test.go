@@ -288,6 +288,8 @@ spec:
 
 	// Check 7 and the rest of check 8 (workloads_e2e_test.go).
 	workloadChecks(t, c)
+	// Services through each node's kube-proxy (services_e2e_test.go).
+	serviceChecks(t, c)
 }
 
 func podWithRuntimeClass(name, class string) string {

@@ -295,6 +295,39 @@ spec:
 		c.mustKubectl("delete", "pod", "wget-client", "--wait=false")
 	})
 
+	// Issue 24 item 7: a pod reaches the API server by its address and by the kubernetes Service's
+	// (both answer busybox's plain HTTP with the TLS server's 400, so the TCP connection was made: a
+	// missing route times out), and the API server reaches a pod on another node (pods/proxy).
+	t.Run("pod-to-api-server", func(t *testing.T) {
+		c.t = t
+		c.apply(`apiVersion: v1
+kind: Pod
+metadata: {name: api-client, namespace: default}
+spec:
+  nodeSelector: {kubernetes.io/hostname: node2}
+  restartPolicy: Never
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: ["sh", "-c", "wget -T 10 -qO- http://198.18.0.1:6443/; wget -T 10 -qO- http://198.19.0.1:443/; true"]
+`)
+		c.waitPod("api-client", 180*time.Second, func(p *corev1.Pod) bool {
+			return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		})
+		out := c.mustKubectl("logs", "api-client")
+		if n := strings.Count(out, "400 Bad Request"); n != 2 {
+			t.Errorf("api-client's log, want the API server's 400 from 198.18.0.1:6443 and from the kubernetes Service 198.19.0.1:443:\n%s", out)
+		}
+		c.mustKubectl("delete", "pod", "api-client", "--wait=false")
+	})
+	t.Run("api-server-to-pod", func(t *testing.T) {
+		c.t = t
+		c.waitPod("netexec-srv", 180*time.Second, running)
+		if out := c.mustKubectl("get", "--raw", "/api/v1/namespaces/default/pods/netexec-srv:8080/proxy/hostname"); out != "netexec-srv" {
+			t.Errorf("pods/proxy to netexec-srv's /hostname: %q, want netexec-srv", out)
+		}
+	})
+
 	// Check 8: a container that exits at once shows CrashLoopBackOff in kubectl get pods' STATUS,
 	// read with -w, which prints every status the kubelet posts. A kubelet v1.37 shows that reason
 	// only briefly: the status a sync posts is computed before the sync meets the back-off, and the
