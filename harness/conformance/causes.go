@@ -27,7 +27,11 @@ var causes = []Cause{
 		Text: regexp.MustCompile(`Failed to pull image`)},
 	{Name: "the aggregated API server (a real sample-apiserver and etcd in a pod)", WaitsOn: "issue 26: real programs in pods",
 		Spec: regexp.MustCompile(`\] Aggregator `)},
-	{Name: "cluster DNS (no DNS server answers the pods)", WaitsOn: "issue 27: Services and cluster DNS",
+	// A client in a pod that could not resolve a name (nc, curl, wget, getent, nslookup say so), in
+	// whatever spec; then the specs of the DNS area and those that look a Service up by name.
+	{Name: dnsCause, WaitsOn: dnsIssue,
+		Text: regexp.MustCompile(`Name does not resolve|Could not resolve host|bad address '|server can't find|getaddrinfo|no such host|connection timed out; no servers could be reached`)},
+	{Name: dnsCause, WaitsOn: dnsIssue,
 		Spec: regexp.MustCompile(`\[sig-network\] DNS |ExternalName|Guestbook application|mTLS|OIDC`),
 		Text: regexp.MustCompile(`(?i)dns|timed out|timeout|Unable to read|lookup|nslookup|dig |could not resolve|getent`)},
 	{Name: "a webhook server's Deployment never became ready", WaitsOn: "issue 25: agnhost webhook and crd-conversion-webhook",
@@ -44,6 +48,11 @@ var causes = []Cause{
 	{Name: "a timeout waiting for a pod (no event says why)", WaitsOn: "-",
 		Text: regexp.MustCompile(`(?is)(timed out|timeout).{0,200}pod|pod.{0,200}(timed out|timeout)|Pod didn't start|expected pod .* success`)},
 }
+
+const (
+	dnsCause = "cluster DNS (no DNS server answers the pods)"
+	dnsIssue = "issue 27: Services and cluster DNS"
+)
 
 // otherCause is the cause of a failure no cause of causes explains.
 var otherCause = Cause{Name: "other (read the spec's failure)", WaitsOn: "-"}

@@ -149,6 +149,7 @@ func TestCauses(t *testing.T) {
 		{"[sig-api-machinery] Aggregator Should be able to support the 1.17 Sample API Server [Conformance]", "anything", "the aggregated API server"},
 		{"[sig-api-machinery] AdmissionWebhook should deny [Conformance]", `error waiting for deployment "sample-webhook-deployment" status to match expectation`, "a webhook server's Deployment"},
 		{"[sig-network] Services should serve endpoints [Conformance]", "service is not reachable within 2m0s timeout", "a Service did not carry"},
+		{"[sig-network] Services should have session affinity work [Conformance]", `nc: getaddrinfo for host "affinity-clusterip" port 80: Name does not resolve`, "cluster DNS"},
 		{"[sig-node] Probing container should restart [Conformance]", "Back-off restarting failed container app", "a container crashed"},
 		{"[sig-apps] Job should run [Conformance]", "Timed out after 300.000s.\nexpected pod to be running", "a timeout waiting for a pod"},
 		{"[sig-cli] Kubectl should print [Conformance]", "expected \"a\" to equal \"b\"", "other"},
