@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -16,7 +17,7 @@ import (
 // is the CRI's. The tree is read-only.
 func TestCgroupFilesFollowResources(t *testing.T) {
 	p := startProc(t, Spec{Args: []string{"sleep", "100000"}, MemoryLimit: 45 << 20,
-		CPU: CPUResources{Shares: 30, Quota: 3000, Period: 100000}, OOMScoreAdj: 984})
+		CPUShares: 30, CPUQuota: 3 * time.Millisecond, CPUPeriod: 100 * time.Millisecond, OOMScoreAdj: 984})
 	ctx := context.Background()
 	read := func(cmd string) string {
 		t.Helper()
@@ -69,7 +70,7 @@ func TestCgroupFilesFollowResources(t *testing.T) {
 // runc writes for them, at the three points its conversion is fitted to and between.
 func TestCPUWeightIsRuncs(t *testing.T) {
 	for shares, want := range map[int64]int64{0: 100, 2: 1, 20: 6, 1024: 100, 512: 59, 262144: 10000, 300000: 10000} {
-		p := startProc(t, Spec{Args: []string{"sleep", "100000"}, CPU: CPUResources{Shares: shares}})
+		p := startProc(t, Spec{Args: []string{"sleep", "100000"}, CPUShares: shares})
 		out, _, _, _ := p.ExecSync(context.Background(), []string{"cat", "/sys/fs/cgroup/cpu.weight"}, 0)
 		if got := strings.TrimSpace(string(out)); got != strconv.FormatInt(want, 10) {
 			t.Errorf("shares %d: cpu.weight %s, want %d", shares, got, want)

@@ -452,7 +452,8 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 	spec.TTY = cfg.GetTty()
 	spec.PidsLimit = kernel.PidsLimit(cfg.GetLinux().GetResources())
 	spec.MemoryLimit = cfg.GetLinux().GetResources().GetMemoryLimitInBytes()
-	spec.CPU = kernel.CPUFromCRI(cfg.GetLinux().GetResources())
+	spec.CPUQuota, spec.CPUPeriod = kernel.CPULimit(cfg.GetLinux().GetResources())
+	spec.CPUShares = cfg.GetLinux().GetResources().GetCpuShares()
 	spec.OOMScoreAdj = cfg.GetLinux().GetResources().GetOomScoreAdj()
 	return spec, nil
 }

@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"net"
+	"time"
 
 	"github.com/plugsim/plugsim/cri-fake/process/containerio"
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
@@ -85,6 +86,8 @@ type (
 	IPCNamespace   = kernel.IPCNamespace
 	ProcessInfo    = kernel.ProcessInfo
 	Stats          = kernel.Stats
+	// CPUScheduler is the node's CPUs, which the containers' processes share (kernel.CPUScheduler).
+	CPUScheduler = kernel.CPUScheduler
 )
 
 // Bounds of a container's processes and of ExecSync's output.
@@ -113,6 +116,14 @@ func NewNodeIPCNamespace(sysvipcDir string) *IPCNamespace {
 	return kernel.NewNodeIPCNamespace(sysvipcDir)
 }
 
+// NewCPUScheduler returns the CPUs of a node of n (≤ 0: kernel.DefaultCPUs) for Spec.CPU.
+func NewCPUScheduler(n int) *CPUScheduler { return kernel.NewCPUScheduler(n) }
+
+// CPULimit is the CPU quota and period a container's resources ask for (kernel.CPULimit).
+func CPULimit(r *runtimeapi.LinuxContainerResources) (quota, period time.Duration) {
+	return kernel.CPULimit(r)
+}
+
 // PidsLimit is the pids limit a container's resources ask for (kernel.PidsLimit).
 func PidsLimit(r *runtimeapi.LinuxContainerResources) int { return kernel.PidsLimit(r) }
 
@@ -138,9 +149,3 @@ func ListenInNetNS(nsPath, network, address string) (net.Listener, error) {
 func DialInNetNS(ctx context.Context, nsPath, network, address string) (net.Conn, error) {
 	return kernel.DialInNetNS(ctx, nsPath, network, address)
 }
-
-// CPUResources is a container's cpu controller as the CRI sets it (kernel.CPUResources).
-type CPUResources = kernel.CPUResources
-
-// CPUFromCRI is the cpu part of CRI resources (kernel.CPUFromCRI).
-func CPUFromCRI(r *runtimeapi.LinuxContainerResources) CPUResources { return kernel.CPUFromCRI(r) }

@@ -56,6 +56,7 @@ type Simulated struct {
 	mounts     map[string]*process.FS // views holding kernel mounts, by container (simulated_mounts.go)
 	trees      *process.TreeBudget    // private copies of host trees for rprivate mounts
 	treesShort atomic.Bool            // the budget ran out once (logged once)
+	cpus       *process.CPUScheduler  // the node's CPUs, shared fairly by every container's processes
 }
 
 // DefaultStartLatency is the simulated container start time: shorter than a real runc start
@@ -70,6 +71,7 @@ func NewSimulated() *Simulated {
 		specs:        map[string]process.Spec{},
 		pods:         map[string]*simPod{},
 		trees:        process.NewTreeBudget(treeBudget()),
+		cpus:         process.NewCPUScheduler(0),
 	}
 }
 
@@ -260,7 +262,7 @@ func (l *Simulated) pidNamespace(ts task.Spec) (*process.PIDNamespace, error) {
 		}
 		pause, err := process.Start(context.Background(), process.Spec{
 			Args: []string{"/pause"}, FS: fs, PIDNamespace: ns, Hostname: ts.SandboxConfig.GetHostname(),
-			Identity: process.Identity{UID: 65535, GID: 65535},
+			Identity: process.Identity{UID: 65535, GID: 65535}, CPU: l.cpus,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("start the sandbox's pause process: %w", err)

@@ -22,14 +22,16 @@ func resources(ts task.Spec) *runtimeapi.LinuxContainerResources {
 	return ts.Config.GetLinux().GetResources()
 }
 
-// applyResources gives the process being started the resources known now; an Update from then on
-// changes them in place.
+// applyResources gives the process being started the resources known now (the memory limit, the
+// CPU quota and period, what its cgroup files show); an Update from then on changes them in place.
 func (t *simTask) applyResources(spec *process.Spec) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.fs = spec.FS
+	t.started = t.res
 	spec.MemoryLimit = t.res.GetMemoryLimitInBytes()
-	spec.CPU = process.CPUFromCRI(t.res)
+	spec.CPUQuota, spec.CPUPeriod = process.CPULimit(t.res)
+	spec.CPUShares = t.res.GetCpuShares()
 	spec.OOMScoreAdj = t.res.GetOomScoreAdj()
 	if spec.FS != nil {
 		spec.FS.SetMemoryLimit(spec.MemoryLimit)
@@ -37,15 +39,15 @@ func (t *simTask) applyResources(spec *process.Spec) {
 }
 
 // Update applies UpdateContainerResources: a new memory limit bounds the container's in-memory
-// files from the next write on (what they hold already stays), and the container's cgroup files show
-// the new figures.
+// files from the next write on (what they hold already stays), a new CPU quota throttles its
+// processes from the current period on, and the container's cgroup files show the new figures.
 func (t *simTask) Update(r *runtimeapi.LinuxContainerResources) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.res = r
 	switch {
 	case t.proc != nil:
-		t.proc.UpdateResources(r) // a memory limit below what it holds: the OOM killer
+		t.proc.UpdateResources(r) // a memory limit below what it holds: the OOM killer; the CPU quota from this period on
 	case t.fs != nil:
 		t.fs.SetMemoryLimit(r.GetMemoryLimitInBytes())
 	}

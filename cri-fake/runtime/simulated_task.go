@@ -40,8 +40,9 @@ type simTask struct {
 	exit       task.Exit
 	exitNotice // the process reports its own end: the runtime keeps no goroutine per container
 
-	res *runtimeapi.LinuxContainerResources // the resources as last set (under mu; see Update)
-	fs  *process.FS                         // the started process's file system (under mu; see Update)
+	res     *runtimeapi.LinuxContainerResources // the resources as last set (under mu; see Update)
+	started *runtimeapi.LinuxContainerResources // the ones the process was started with (under mu)
+	fs      *process.FS                         // the started process's file system (under mu; see Update)
 }
 
 // run starts the process and arranges for its end to flush the output and close done.
@@ -52,14 +53,14 @@ func (t *simTask) run(spec process.Spec) error {
 	}
 	t.mu.Lock()
 	t.proc = p
-	if t.res.GetMemoryLimitInBytes() != spec.MemoryLimit || process.CPUFromCRI(t.res) != spec.CPU || t.res.GetOomScoreAdj() != spec.OOMScoreAdj {
+	if t.res != t.started {
 		p.UpdateResources(t.res) // an Update came between applyResources and now
 	}
 	t.mu.Unlock()
 	go func() {
 		<-p.Done()
 		t.cio.Close()  // ends attach sessions, flushes their last line
-		t.logs.close() // flushes a last line without newline as an F record
+		t.logs.close() // flushes a last line without newline as a P record
 		code, _ := p.ExitCode()
 		t.exit = task.Exit{Code: int32(code), At: p.FinishedAt(), Reason: exitReason(p)}
 		t.closeDone()
@@ -103,6 +104,7 @@ func (t *simTask) begin() (err error) {
 	}
 	spec.PIDNamespace = pidns
 	spec.IPCNamespace = sim.ipcNamespace(ts)
+	spec.CPU = sim.cpus
 	t.applyResources(&spec)
 	cio := process.NewContainerIO(nil, ts.Config.GetStdin(), ts.Config.GetTty())
 	t.cio = cio // before ready is closed, which publishes it
@@ -236,7 +238,7 @@ func (t *simTask) Usage() (task.Usage, error) {
 		return task.Usage{}, nil
 	}
 	st := t.proc.Stats()
-	return task.Usage{MemoryBytes: st.MemoryBytes, CPUNanos: st.CPUNanos, WritableLayerBytes: st.WritableLayerBytes}, nil
+	return task.Usage{MemoryBytes: st.MemoryBytes, CPUNanos: st.CPUNanos, CPUNanoCores: st.CPUNanoCores, WritableLayerBytes: st.WritableLayerBytes}, nil
 }
 
 // Exec runs an interactive command (the streaming server's Exec).

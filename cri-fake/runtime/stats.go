@@ -44,12 +44,14 @@ func (s *Service) cpuMem(c *store.Container, now int64) (*runtimeapi.CpuUsage, *
 	ran := max(end-st.StartedAt, 0)
 	h := seed(c.ID)
 	milli := 2 + h%8
-	cpu.UsageCoreNanoSeconds.Value = uint64(ran) * milli / 1000
+	// A simulated process adds the CPU time its processes held the node's CPUs for (busy loops).
+	u, uerr := taskUsage(c)
+	cpu.UsageCoreNanoSeconds.Value = uint64(ran)*milli/1000 + u.CPUNanos
 	if st.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
-		cpu.UsageNanoCores.Value = milli * 1_000_000
+		cpu.UsageNanoCores.Value = milli*1_000_000 + u.CPUNanoCores
 	}
 	ws := (4<<20 + (h>>8)%16<<20) + min(uint64(ran/1e9)*memGrowthPerSecond, memGrowthCap)
-	if u, err := taskUsage(c); err == nil {
+	if uerr == nil {
 		// The simulated process knows what it uses: its processes plus the image behaviour's
 		// memoryBytes (the catalog's "use M bytes of memory").
 		if m := u.MemoryBytes; m > 0 {

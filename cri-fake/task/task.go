@@ -115,6 +115,8 @@ type ExecResult struct {
 // Usage is a task's own resource figures.
 type Usage struct {
 	MemoryBytes, CPUNanos, WritableLayerBytes uint64
+	// CPUNanoCores is the CPU rate since the previous Usage (containerd's UsageNanoCores).
+	CPUNanoCores uint64
 }
 
 // TerminalSize is a TTY size change from a streaming session.

@@ -135,7 +135,7 @@ func appletDd(p *kernel.Proc) int {
 	start := time.Now()
 	code := 0
 	for block := uint64(0); count < 0 || st.records() < uint64(count); block++ {
-		if p.Ctx().Err() != nil {
+		if p.Step() != nil {
 			return 1
 		}
 		n, rerr := ddReadBlock(p, r, buf, bs, w, block < skip)
@@ -193,8 +193,8 @@ func (e ddWriteError) Error() string { return e.err.Error() }
 func ddReadBlock(p *kernel.Proc, r io.Reader, buf []byte, bs uint64, w io.Writer, skipping bool) (uint64, error) {
 	var n uint64
 	for n < bs {
-		if p.Ctx().Err() != nil {
-			return n, p.Ctx().Err()
+		if err := p.Step(); err != nil {
+			return n, err
 		}
 		want := min(uint64(len(buf)), bs-n)
 		k, err := r.Read(buf[:want])

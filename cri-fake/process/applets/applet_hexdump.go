@@ -50,7 +50,7 @@ func appletHexdump(p *kernel.Proc) int {
 		}
 		buf := make([]byte, 32*1024)
 		for {
-			if p.Ctx().Err() != nil {
+			if p.Step() != nil {
 				return false
 			}
 			n, err := r.Read(buf)

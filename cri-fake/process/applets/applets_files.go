@@ -500,7 +500,9 @@ func appletLn(p *kernel.Proc) int {
 		err = p.Symlink(target, p.Abs(dst))
 	} else {
 		var data []byte
-		if data, err = p.ReadFileBounded(p.Abs(target)); err == nil {
+		mem := p.Held() // the copy, while it is written
+		defer mem.Release()
+		if data, err = mem.ReadFile(p.Abs(target)); err == nil {
 			err = p.WriteFile(p.Abs(dst), data, 0o644)
 		}
 	}

@@ -72,6 +72,7 @@ func appletSleep(p *kernel.Proc) int {
 
 // wait blocks for d or until the process ends.
 func wait(p *kernel.Proc, d time.Duration) int {
+	p.Idle()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -320,9 +320,13 @@ func appletGrep(p *kernel.Proc) int {
 		}
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64*1024), kernel.MaxHeldBytes)
+		mem := p.Held() // the line buffer, charged as a long line grows it
+		defer mem.Release()
+		mem.Grow(64 * 1024)
+		sc.Split(mem.Split(bufio.ScanLines))
 		n, lineNo := 0, 0
 		for sc.Scan() {
-			if p.Ctx().Err() != nil {
+			if p.Step() != nil {
 				break
 			}
 			lineNo++
@@ -410,7 +414,7 @@ func appletWc(p *kernel.Proc) int {
 func count(p *kernel.Proc, r io.Reader) (lines, words, bytes int) {
 	buf := make([]byte, 32<<10)
 	inWord := false
-	for p.Ctx().Err() == nil {
+	for p.Step() == nil {
 		n, err := r.Read(buf)
 		for _, c := range buf[:n] {
 			switch c {
@@ -488,7 +492,7 @@ func appletHead(p *kernel.Proc) int {
 		// Written as read, a line at a time or a buffer of it (busybox's getc/putchar
 		// loop): a line without end streams instead of piling up.
 		in := bufio.NewReader(r)
-		for k := 0; k < n && p.Ctx().Err() == nil; {
+		for k := 0; k < n && p.Step() == nil; {
 			chunk, err := in.ReadSlice('\n')
 			if _, werr := p.Stdout.Write(chunk); werr != nil {
 				break
@@ -517,12 +521,17 @@ func appletTail(p *kernel.Proc) int {
 		n, _ = strconv.Atoi(strings.TrimPrefix(v, "+"))
 	}
 	return eachInput(p, files, func(_ int, f string, r io.Reader) bool {
-		data, err := kernel.ReadBounded(r)
+		mem := p.Held() // the input, read whole, and its lines
+		defer mem.Release()
+		data, err := mem.ReadAll(r)
 		if err != nil {
 			p.Errorf("%s", kernel.LineError(err))
 			return true
 		}
 		lines := strings.SplitAfter(string(data), "\n")
+		if mem.Grow(int64(len(data))+16*int64(len(lines))) != nil {
+			return false // out of memory: the OOM killer is ending the container
+		}
 		if len(lines) > 0 && lines[len(lines)-1] == "" {
 			lines = lines[:len(lines)-1]
 		}
@@ -611,7 +620,7 @@ func appletTr(p *kernel.Proc) int {
 	w := bufio.NewWriter(p.Stdout)
 	defer w.Flush()
 	for n := 0; ; n++ {
-		if n%4096 == 0 && p.Ctx().Err() != nil {
+		if n%4096 == 0 && p.Step() != nil {
 			return 1
 		}
 		r, _, err := in.ReadRune()
@@ -789,7 +798,7 @@ func trBytes(p *kernel.Proc, index map[rune]int, to []rune, del bool) int {
 		}
 	}
 	buf := make([]byte, 32<<10)
-	for p.Ctx().Err() == nil {
+	for p.Step() == nil {
 		n, err := p.Stdin.Read(buf)
 		out := buf[:0]
 		for _, c := range buf[:n] {
@@ -864,7 +873,11 @@ func appletCut(p *kernel.Proc) int {
 		}
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 0, 64<<10), kernel.MaxHeldBytes)
-		for lineNo := 0; sc.Scan() && p.Ctx().Err() == nil; lineNo++ {
+		mem := p.Held() // the line buffer, charged as a long line grows it
+		defer mem.Release()
+		mem.Grow(64 << 10)
+		sc.Split(mem.Split(bufio.ScanLines))
+		for lineNo := 0; sc.Scan() && p.Step() == nil; lineNo++ {
 			line := sc.Text()
 			switch {
 			case !fields:
@@ -991,7 +1004,7 @@ func appletSeq(p *kernel.Proc) int {
 		out.WriteString(cFloat(v, w, frac))
 		n++
 		if out.Buffered() > 0 && n%1024 == 0 {
-			if err := out.Flush(); err != nil || p.Ctx().Err() != nil {
+			if err := out.Flush(); err != nil || p.Step() != nil {
 				return 1 // a broken pipe, or the process was stopped
 			}
 		}
@@ -1031,7 +1044,7 @@ func appletYes(p *kernel.Proc) int {
 	if len(p.Args) > 1 {
 		s = strings.Join(p.Args[1:], " ")
 	}
-	for p.Ctx().Err() == nil {
+	for p.Step() == nil {
 		if _, err := io.WriteString(p.Stdout, s+"\n"); err != nil {
 			return 1
 		}
@@ -1267,14 +1280,22 @@ func appletTee(p *kernel.Proc) int {
 }
 
 // readAll reads all operand files (or stdin), reporting missing files; past maxHeldBytes in all
-// it reports "out of memory" and fails.
-func readAll(p *kernel.Proc, files []string) ([]byte, int) {
+// it reports "out of memory" and fails. What it read is charged to mem.
+func readAll(p *kernel.Proc, files []string, mem *kernel.Held) ([]byte, int) {
 	var out []byte
+	oom := false
 	st := eachInput(p, files, func(_ int, _ string, r io.Reader) bool {
 		data, err := io.ReadAll(io.LimitReader(r, int64(kernel.MaxHeldBytes+1-len(out))))
+		if mem.Grow(int64(len(data))) != nil {
+			oom = true
+			return false
+		}
 		out = append(out, data...)
 		return err == nil && len(out) <= kernel.MaxHeldBytes
 	})
+	if oom {
+		return nil, 1 // the OOM killer is ending the container
+	}
 	if len(out) > kernel.MaxHeldBytes {
 		p.Errorf("%s", kernel.ErrTooBig)
 		return nil, 1
@@ -1284,13 +1305,18 @@ func readAll(p *kernel.Proc, files []string) ([]byte, int) {
 
 func appletSort(p *kernel.Proc) int {
 	opts, files, _ := libbb.Flags(p.Args[1:], "tk")
-	data, st := readAll(p, files)
+	mem := p.Held() // the input, read whole, and its lines
+	defer mem.Release()
+	data, st := readAll(p, files, mem)
 	if data == nil && st != 0 {
 		return st
 	}
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 	if len(data) == 0 {
 		lines = nil
+	}
+	if mem.Grow(int64(len(data))+16*int64(len(lines))) != nil {
+		return 1 // out of memory: the OOM killer is ending the container
 	}
 	if opts['n'] != "" {
 		num := func(s string) float64 {

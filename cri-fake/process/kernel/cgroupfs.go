@@ -17,37 +17,39 @@ import (
 // each UpdateContainerResources': Process.UpdateResources) in the kernel's cgroup v2 formats, as
 // runc writes them: the kubelet's in-place resize is checked by reading them
 // (test/e2e/common/node/framework/cgroups of k8s.io/kubernetes). The simulation enforces the
-// memory limit (memory.go) and pids.max (task.go); the CPU figures are shown, not enforced.
+// memory limit (memory.go), pids.max (task.go) and the CPU quota (cpu.go); cpu.weight is shown.
 
-// CPUResources is a container's cpu controller as the CRI sets it.
-type CPUResources struct {
+// cpuResources is a container's cpu controller as the CRI sets it.
+type cpuResources struct {
 	Shares int64 // cpu_shares (cgroup v1's unit, 2 to 262144; 0: unset)
 	Quota  int64 // cpu_quota in µs per period (0 or less: no limit)
 	Period int64 // cpu_period in µs (0: the kernel's 100000)
 }
 
-// CPUFromCRI is the cpu part of CRI resources.
-func CPUFromCRI(r *runtimeapi.LinuxContainerResources) CPUResources {
-	return CPUResources{Shares: r.GetCpuShares(), Quota: r.GetCpuQuota(), Period: r.GetCpuPeriod()}
+// cpuFromCRI is the cpu part of CRI resources.
+func cpuFromCRI(r *runtimeapi.LinuxContainerResources) cpuResources {
+	return cpuResources{Shares: r.GetCpuShares(), Quota: r.GetCpuQuota(), Period: r.GetCpuPeriod()}
 }
 
 // cgroupState is what of the container's cgroup can change while it runs (UpdateContainerResources).
 type cgroupState struct {
 	mu          sync.Mutex
-	cpu         CPUResources
+	cpu         cpuResources
 	oomScoreAdj int64
 }
 
 // UpdateResources applies UpdateContainerResources: the memory limit (SetMemoryLimit: the OOM killer
-// and the bound of the container's files), the cpu controller and oom_score_adj, which the container
+// and the bound of the container's files), the CPU quota (SetCPULimit, from the current period on),
+// and the cpu controller and oom_score_adj, which the container
 // reads in /sys/fs/cgroup and /proc/<pid>/oom_score_adj from then on. containerd replaces the whole
 // Linux resources, so a field the update leaves unset is unset.
 func (p *Process) UpdateResources(r *runtimeapi.LinuxContainerResources) {
 	c := p.c
 	c.cg.mu.Lock()
-	c.cg.cpu = CPUFromCRI(r)
+	c.cg.cpu = cpuFromCRI(r)
 	c.cg.oomScoreAdj = r.GetOomScoreAdj()
 	c.cg.mu.Unlock()
+	p.SetCPULimit(CPULimit(r))
 	p.SetMemoryLimit(r.GetMemoryLimitInBytes())
 }
 

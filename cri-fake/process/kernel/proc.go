@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/plugsim/plugsim/cri-fake/process/sched"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
@@ -19,6 +20,7 @@ import (
 type Proc struct {
 	t      *task
 	c      *container
+	th     *sched.Thread // the goroutine running it, as the CPU scheduler sees it (cpu.go)
 	Args   []string
 	Env    []string
 	Dir    string
@@ -149,12 +151,16 @@ func (p *Proc) SpawnIn(held bool, exe vfs.Executable, args, env []string, dir st
 		p.t.addFg(t)
 		defer p.t.removeFg(t)
 	}
-	child := &Proc{t: t, c: p.c, Args: args, Env: env, Dir: dir, Stdin: sio.In, Stdout: sio.Out, Stderr: sio.Err, TTY: p.TTY, Exe: exe}
+	t.chargeImage(args, env)
+	child := &Proc{t: t, c: p.c, th: p.c.cpu.NewThread(), Args: args, Env: env, Dir: dir, TTY: p.TTY, Exe: exe}
+	child.SetStdio(sio)
 	done := make(chan int, 1)
 	go func() {
 		defer t.recoverCrash()
+		defer child.Idle()
 		done <- child.RunExecutable()
 	}()
+	p.Idle() // the parent waits: its CPU is the child's
 	var code int
 	select {
 	case code = <-done:
@@ -195,7 +201,8 @@ const MaxHeldBytes = 16 << 20
 
 var ErrTooBig = errors.New("out of memory")
 
-// readBounded reads r to its end, failing with errTooBig past maxHeldBytes.
+// readBounded reads r to its end, failing with errTooBig past maxHeldBytes. What it reads is not
+// charged to the container's memory: a program that keeps it should read with Held.ReadAll.
 func ReadBounded(r io.Reader) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxHeldBytes+1))
 	if err == nil && len(data) > MaxHeldBytes {
@@ -211,7 +218,7 @@ func CloseAll(cs []io.Closer) {
 }
 
 // readFileBounded is FS.ReadFile failing with errTooBig past maxHeldBytes (a device such as
-// /dev/zero never ends).
+// /dev/zero never ends). Not charged either: see Held.ReadFile.
 func (p *Proc) ReadFileBounded(name string) ([]byte, error) {
 	rc, err := p.FS().Open(name)
 	if err != nil {

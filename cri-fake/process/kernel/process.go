@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plugsim/plugsim/cri-fake/process/containerio"
+	"github.com/plugsim/plugsim/cri-fake/process/sched"
 	"github.com/plugsim/plugsim/cri-fake/process/seccomp"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
@@ -100,6 +101,13 @@ type Spec struct {
 	PIDNamespace *PIDNamespace
 	// CPUs is what nproc prints (default 2).
 	CPUs int
+	// CPU is the node's CPUs the container's processes run on (NewCPUScheduler; one per runtime,
+	// which the containers share fairly, see cpu.go); nil gives the container CPUs of its own.
+	CPU *CPUScheduler
+	// CPUQuota per CPUPeriod is the container's CPU bandwidth (cpu_quota and cpu_period of its
+	// resources, cgroup v2 cpu.max): its processes hold CPUs for at most CPUQuota in each
+	// CPUPeriod. CPUQuota 0 is no limit; CPUPeriod 0 means 100 ms, the kernel's default.
+	CPUQuota, CPUPeriod time.Duration
 	// InitSignalRule applies the kernel's rule for a PID namespace's init
 	// (pid 1): a signal it has no handler for is ignored (KILL excepted), and
 	// it is delivered to pid 1 alone, so a shell's trap runs only after its
@@ -114,9 +122,9 @@ type Spec struct {
 	// MemoryLimit is the container's memory limit in bytes (memory_limit_in_bytes; 0: none):
 	// past it the OOM killer ends the container (memory.go).
 	MemoryLimit int64
-	// CPU is the container's cpu controller (cpu_shares, cpu_quota, cpu_period), which
-	// /sys/fs/cgroup's cpu.weight and cpu.max show (cgroupfs.go); it is not enforced.
-	CPU CPUResources
+	// CPUShares is the container's cpu_shares, which /sys/fs/cgroup/cpu.weight shows in runc's
+	// cgroup v2 conversion (cgroupfs.go); the simulation's CPUs share fairly without it.
+	CPUShares int64
 	// OOMScoreAdj is /proc/<pid>/oom_score_adj of the container's processes (the CRI's
 	// oom_score_adj, which the kubelet derives from the pod's QoS class).
 	OOMScoreAdj int64
@@ -198,8 +206,12 @@ type ProcessInfo struct {
 type Stats struct {
 	// MemoryBytes is the simulated resident memory of all processes.
 	MemoryBytes uint64
-	// CPUNanos is the simulated CPU time consumed so far (monotonic).
+	// CPUNanos is the simulated CPU time consumed so far (monotonic): what its processes held
+	// the node's CPUs for (cpu.go) plus a plausible 1 ms per second per process.
 	CPUNanos uint64
+	// CPUNanoCores is CPUNanos's rate since the previous Stats, or since the start for the first
+	// (containerd computes UsageNanoCores from its previous sample likewise).
+	CPUNanoCores uint64
 	// WritableLayerBytes is what was written to the container's own layer.
 	WritableLayerBytes uint64
 	// Processes is the number of live processes.
@@ -218,7 +230,8 @@ type container struct {
 	pidns *PIDNamespace
 	ipcns *IPCNamespace
 	mem   memoryCgroup
-	cg    cgroupState // cpu and oom_score_adj as last set (cgroupfs.go)
+	cpu   *sched.Group
+	cg    cgroupState // what /sys/fs/cgroup shows of the CPU and oom_score_adj as last set (cgroupfs.go)
 	// procs is how many processes of this container hold a pid slot (table entries and
 	// pipeline subshells), guarded by pidns.mu; see pidsLimit.
 	procs int
@@ -226,10 +239,13 @@ type container struct {
 	// netdev are the network devices its processes added (netdev.go).
 	netdev netDevices
 
-	mu    sync.Mutex
-	dead  bool
-	cpu   time.Duration
-	cpuAt time.Time
+	mu      sync.Mutex
+	dead    bool
+	cpuTime time.Duration // the plausible idle CPU time Stats adds (1 ms/s per process)
+	cpuAt   time.Time
+	// the previous Stats's CPU time and when it was taken (its rate, CPUNanoCores)
+	statsCPU time.Duration
+	statsAt  time.Time
 }
 
 // Process is a running simulated process: a container's main process (Start)
@@ -269,18 +285,21 @@ func StartWith(ctx context.Context, spec Spec, applets *AppletSet) (*Process, er
 		spec.CPUs = 2
 	}
 	env := withDefaultEnv(spec.Env, spec.Hostname, spec.Identity)
-	c := &container{fs: spec.FS, spec: spec, hostname: spec.Hostname, pidns: spec.PIDNamespace, cpuAt: time.Now(), applets: applets}
+	now := time.Now()
+	c := &container{fs: spec.FS, spec: spec, hostname: spec.Hostname, pidns: spec.PIDNamespace, cpuAt: now, statsAt: now, applets: applets}
 	if c.pidns == nil {
 		c.pidns = NewPIDNamespace()
 	}
 	c.ipcns = spec.IPCNamespace
 	c.startMemoryCgroup()
+	c.startCPUGroup()
 	if c.hostname == "" {
 		c.hostname = "localhost"
 	}
 	c.readiness = !spec.Behaviour.FailReadiness
 	c.fs.SetProc(c.procFile, c.procPids)
-	c.cg.cpu, c.cg.oomScoreAdj = spec.CPU, spec.OOMScoreAdj
+	c.cg.cpu = cpuResources{Shares: spec.CPUShares, Quota: spec.CPUQuota.Microseconds(), Period: spec.CPUPeriod.Microseconds()}
+	c.cg.oomScoreAdj = spec.OOMScoreAdj
 	c.fs.SetSys(sysTree{c})
 	wd := spec.WorkingDir
 	if wd == "" {
@@ -448,11 +467,12 @@ func (c *container) run(exe vfs.Executable, args, env []string, wd string, stdin
 		return nil, err
 	}
 	p.t = t
+	t.chargeImage(args, env)
 	if ttyIn != nil {
 		ttyIn.Interrupt = func() { t.signal(syscall.SIGINT) }
 		ttyIn.Start()
 	}
-	pr := &Proc{t: t, c: c, Args: args, Env: env, Dir: wd, Stdin: in, Stdout: sout, Stderr: serr, TTY: tty, Exe: exe}
+	pr := &Proc{t: t, c: c, th: c.cpu.NewThread(), Args: args, Env: env, Dir: wd, Stdin: in, Stdout: sout, Stderr: serr, TTY: tty, Exe: exe}
 	finished := make(chan int, 1)
 	if b := c.spec.Behaviour; main && b.CrashOnStart {
 		code := 1
@@ -464,6 +484,7 @@ func (c *container) run(exe vfs.Executable, args, env []string, wd string, stdin
 	} else {
 		go func() {
 			defer t.recoverCrash()
+			defer pr.Idle()
 			finished <- pr.RunExecutable()
 		}()
 		if main {
@@ -801,10 +822,10 @@ func (c *container) stats() Stats {
 		if active == 0 {
 			active = 1
 		}
-		c.cpu += now.Sub(c.cpuAt) / 1000 * time.Duration(active)
+		c.cpuTime += now.Sub(c.cpuAt) / 1000 * time.Duration(active)
 	}
 	c.cpuAt = now
-	cpu := c.cpu
+	cpu := c.cpuTime
 	dead := c.dead
 	if !dead {
 		mem += c.spec.Behaviour.MemoryBytes + uint64(max(c.mem.anon.Load(), 0))
@@ -813,7 +834,16 @@ func (c *container) stats() Stats {
 	if files, _ := c.fs.Held(""); files > 0 && !dead {
 		mem += uint64(files) // the container's own files are in memory (memory.go)
 	}
-	return Stats{MemoryBytes: mem, CPUNanos: uint64(cpu), WritableLayerBytes: uint64(c.fs.WritableLayerBytes()), Processes: n}
+	cpu += c.cpu.Usage() // what its threads held CPUs for (cpu.go)
+	var rate uint64
+	c.mu.Lock()
+	since, at := c.statsCPU, c.statsAt
+	if el := now.Sub(at); el > 0 && cpu >= since && !dead {
+		rate = uint64(float64(cpu-since) / el.Seconds())
+	}
+	c.statsCPU, c.statsAt = cpu, now
+	c.mu.Unlock()
+	return Stats{MemoryBytes: mem, CPUNanos: uint64(cpu), CPUNanoCores: rate, WritableLayerBytes: uint64(c.fs.WritableLayerBytes()), Processes: n}
 }
 
 func UnsetEnv(env []string, k string) []string {

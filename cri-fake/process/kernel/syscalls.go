@@ -233,6 +233,7 @@ func (p *Proc) Fork() (*Proc, error) {
 	}
 	child := *p
 	child.t = t
+	child.th = p.c.cpu.NewThread()
 	return &child, nil
 }
 
@@ -241,7 +242,10 @@ func (p *Proc) Fork() (*Proc, error) {
 // dir on sio. The caller runs it or leaves it in Next.
 func (p *Proc) Execve(exe vfs.Executable, args, env []string, dir string, sio Stdio) *Proc {
 	p.t.execAs(args, p.t.id.execIdentity(exe))
-	return &Proc{t: p.t, c: p.c, Args: args, Env: env, Dir: dir, Stdin: sio.In, Stdout: sio.Out, Stderr: sio.Err, TTY: p.TTY, Exe: exe}
+	p.t.chargeImage(args, env)
+	next := &Proc{t: p.t, c: p.c, th: p.th, Args: args, Env: env, Dir: dir, TTY: p.TTY, Exe: exe}
+	next.SetStdio(sio)
+	return next
 }
 
 // ReservePid takes a pid slot of the container's pids limit for a process

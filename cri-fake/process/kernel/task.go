@@ -30,6 +30,7 @@ type task struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	mem     uint64
+	image   int64 // its argv and environment, charged to the container (chargeImage; under mu)
 
 	mu sync.Mutex
 	// handler, when set, gets signals first (shell traps, servers); it returns
@@ -236,6 +237,7 @@ func (t *task) exit(code int) {
 	if already {
 		return
 	}
+	t.unchargeImage()
 	ns := t.c.pidns
 	ns.mu.Lock()
 	delete(ns.tasks, t.pid)

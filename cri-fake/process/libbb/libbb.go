@@ -58,8 +58,8 @@ func Copy(p *kernel.Proc, w io.Writer, r io.Reader) (int64, error) {
 	buf := make([]byte, 32*1024)
 	var n int64
 	for {
-		if p.Ctx().Err() != nil {
-			return n, p.Ctx().Err()
+		if err := p.Step(); err != nil {
+			return n, err
 		}
 		k, err := r.Read(buf)
 		if k > 0 {
@@ -92,6 +92,7 @@ func Pause(p *kernel.Proc) int {
 		}
 		return false
 	})
+	p.Idle()
 	select {
 	case code := <-done:
 		return code

@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
-	"path"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -38,16 +37,18 @@ type shell struct {
 	io       kernel.Stdio
 	vars     map[string]string
 	exported map[string]bool
-	funcs    map[string]command
+	funcs    map[string]*funcDef
 	params   []string
-	arg0     string
-	dir      string
-	rootPid  int
-	sub      bool // a subshell: exit ends only it, traps are not run here
-	sig      *sigState
-	jobs     map[int]*job
-	jobsMu   *sync.Mutex
-	lastBg   int
+	// heldParams: the shell charged params (setParams), rather than a function's command
+	heldParams bool
+	arg0       string
+	dir        string
+	rootPid    int
+	sub        bool // a subshell: exit ends only it, traps are not run here
+	sig        *sigState
+	jobs       map[int]*job
+	jobsMu     *sync.Mutex
+	lastBg     int
 
 	status      int
 	substStatus int
@@ -60,9 +61,9 @@ type shell struct {
 	errexit     bool
 	xtrace      bool
 	nounset     bool
-	// broken is set when this pipeline element's output pipe has no reader
-	// any more: the element stops, as SIGPIPE would end a forked subshell.
-	broken    *atomic.Bool
+	// broken reports that this pipeline element's (or command substitution's) output has no
+	// reader any more: the element stops, as SIGPIPE would end a forked subshell.
+	broken    interface{ Broken() bool }
 	ignoreInt *atomic.Bool
 
 	// nest is how many function calls, eval, . scripts, trap actions and command
@@ -119,22 +120,22 @@ func (s *shell) forkFailed(sio kernel.Stdio) int {
 func newShell(p *kernel.Proc) *shell {
 	s := &shell{
 		p: p, io: kernel.Stdio{In: p.Stdin, Out: p.Stdout, Err: p.Stderr},
-		vars: map[string]string{}, exported: map[string]bool{}, funcs: map[string]command{},
+		vars: map[string]string{}, exported: map[string]bool{}, funcs: map[string]*funcDef{},
 		arg0: p.Args[0], dir: p.Dir, rootPid: p.Pid(),
 		sig:  &sigState{traps: map[string]string{}, pending: make(chan syscall.Signal, 16)},
 		jobs: map[int]*job{}, jobsMu: &sync.Mutex{}, ignoreInt: &atomic.Bool{},
 	}
 	for _, kv := range p.Env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
-			s.vars[k] = v
-			s.exported[k] = true
+			s.setVar(k, v)
+			s.export(k, true)
 		}
 	}
 	if _, ok := s.vars["PWD"]; !ok {
-		s.vars["PWD"] = s.dir
+		s.setVar("PWD", s.dir)
 	}
-	s.vars["PPID"] = strconv.Itoa(p.PPid())
-	s.vars["IFS"] = " \t\n"
+	s.setVar("PPID", strconv.Itoa(p.PPid()))
+	s.setVar("IFS", " \t\n")
 	p.SetSignalHandler(s.onSignal)
 	return s
 }
@@ -149,11 +150,12 @@ func (s *shell) subshell() *shell {
 	for k, v := range s.exported {
 		c.exported[k] = v
 	}
-	c.funcs = make(map[string]command, len(s.funcs))
+	c.funcs = make(map[string]*funcDef, len(s.funcs))
 	for k, v := range s.funcs {
 		c.funcs[k] = v
 	}
 	c.params = append([]string(nil), s.params...)
+	c.chargeCopy() // released when the subshell ends (release)
 	c.sub = true
 	c.heldSlot, c.execTail = false, false
 	c.exitReq, c.retReq, c.brk, c.cont = false, false, 0, 0
@@ -217,7 +219,7 @@ func (s *shell) runExitTrap(sio kernel.Stdio) {
 	}
 	s.sig.mu.Lock()
 	action, ok := s.sig.traps["EXIT"]
-	delete(s.sig.traps, "EXIT")
+	s.setTrap("EXIT", "", true)
 	s.sig.mu.Unlock()
 	if ok && action != "" {
 		saved := s.exitReq
@@ -231,13 +233,37 @@ func (s *shell) runExitTrap(sio kernel.Stdio) {
 }
 
 func (s *shell) evalString(src string, sio kernel.Stdio) int {
-	l, err := parseScript(src)
-	if err != nil {
+	if err := s.runScript(src, sio); err != nil {
 		fmt.Fprintf(sio.Err, "%s: %v\n", s.arg0, err)
 		s.status = 2
 		return 2
 	}
-	return s.runList(l, sio)
+	return s.status
+}
+
+// runScript runs src a line at a time (parser.line), each line's tree charged while it runs; a
+// syntax error ends it after the lines before it ran, as in ash. It returns the syntax error.
+func (s *shell) runScript(src string, sio kernel.Stdio) error {
+	ps := newParser(src, s.p.Held())
+	defer ps.lx.mem.Release()
+	l, err := ps.line()
+	if err != nil {
+		return err
+	}
+	return s.runLines(ps, l, sio)
+}
+
+// runLines runs l, then the lines ps parses after it, until the script ends or stops.
+func (s *shell) runLines(ps *parser, l *list, sio kernel.Stdio) error {
+	for l != nil && !s.stopped() {
+		s.runList(l, sio)
+		ps.lx.mem.Release() // the line's tree (a function defined in it is charged on its own)
+		var err error
+		if l, err = ps.line(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *shell) lookup(name string) (string, bool) {
@@ -250,28 +276,8 @@ func (s *shell) lookup(name string) (string, bool) {
 	return v, ok
 }
 
-func (s *shell) setVar(name, v string) {
-	s.vars[name] = v
-}
-
 func (s *shell) stopped() bool {
-	return s.exitReq || s.retReq || s.brk > 0 || s.cont > 0 || s.p.Ctx().Err() != nil || (s.broken != nil && s.broken.Load())
-}
-
-// pipeOut is a pipeline element's output: a write to a pipe whose reader has
-// gone fails with EPIPE and stops the element (SIGPIPE's default action).
-type pipeOut struct {
-	w      io.Writer
-	broken *atomic.Bool
-}
-
-func (p *pipeOut) Write(b []byte) (int, error) {
-	n, err := p.w.Write(b)
-	if err != nil && (errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrClosedPipe)) {
-		p.broken.Store(true)
-		return n, syscall.EPIPE
-	}
-	return n, err
+	return s.exitReq || s.retReq || s.brk > 0 || s.cont > 0 || s.p.Ctx().Err() != nil || (s.broken != nil && s.broken.Broken())
 }
 
 func (s *shell) runList(l *list, sio kernel.Stdio) int {
@@ -316,6 +322,8 @@ func (s *shell) background(ao *andOr, sio kernel.Stdio) {
 	finished := make(chan int, 1)
 	go func() {
 		defer child.RecoverCrash()
+		defer child.Idle()
+		defer sub.release()
 		finished <- sub.runAndOr(ao, sub.io)
 	}()
 	go func() {
@@ -422,19 +430,23 @@ func (s *shell) runPipe(cmds []command, sio kernel.Stdio) int {
 	in := sio.In
 	for i, c := range cmds {
 		cio := kernel.Stdio{In: in, Out: sio.Out, Err: sio.Err}
-		var pw *io.PipeWriter
-		var pr *io.PipeReader
+		var pw *kernel.PipeWriter
+		var pr *kernel.PipeReader
 		sub := s.subshell()
+		sub.p = s.p.NewThread() // the element runs beside the others
 		sub.heldSlot = true
 		if i < n-1 {
-			pr, pw = io.Pipe()
-			sub.broken = &atomic.Bool{}
-			cio.Out = &pipeOut{w: pw, broken: sub.broken}
+			pr, pw = kernel.Pipe()
+			sub.broken = pw
+			cio.Out = pw
 			in = pr
 		}
+		cio = sub.p.Bind(cio)
 		wg.Add(1)
-		go func(i int, c command, cio kernel.Stdio, pw *io.PipeWriter, myIn io.Reader) {
+		go func(i int, c command, cio kernel.Stdio, pw *kernel.PipeWriter, myIn io.Reader) {
 			defer wg.Done()
+			defer sub.p.Idle()
+			defer sub.release()
 			defer func() {
 				if sub.heldSlot {
 					s.p.ReleasePid() // no command took it over
@@ -444,7 +456,7 @@ func (s *shell) runPipe(cmds []command, sio kernel.Stdio) int {
 				if pw != nil {
 					pw.Close()
 				}
-				if r, ok := myIn.(*io.PipeReader); ok && i > 0 {
+				if r, ok := myIn.(*kernel.PipeReader); ok && i > 0 {
 					r.CloseWithError(syscall.EPIPE)
 				}
 			}()
@@ -463,22 +475,27 @@ func (s *shell) runPipe(cmds []command, sio kernel.Stdio) int {
 			}
 		}(i, c, cio, pw, cio.In)
 	}
+	s.p.Idle() // the shell waits for its elements
 	wg.Wait()
 	return codes[n-1]
 }
 
 func (s *shell) runCommand(c command, sio kernel.Stdio) int {
-	if s.p.Ctx().Err() != nil {
+	// Each command is a step of the shell's work: it may wait here for a CPU (kernel/cpu.go),
+	// so a busy loop shares them with every other process of the node.
+	if s.p.Step() != nil {
 		return s.status
 	}
 	switch c := c.(type) {
 	case *simpleCmd:
 		return s.runSimple(c, sio)
 	case *funcDef:
-		s.funcs[c.name] = c.body
+		s.setFunc(c)
 		return 0
 	case *compound:
-		rio, closers, err := s.redirect(c.redirs, sio)
+		mem := s.p.Held() // its here-documents
+		defer mem.Release()
+		rio, closers, err := s.redirect(c.redirs, sio, mem)
 		if err != nil {
 			return s.redirectFailed(sio, err)
 		}
@@ -515,6 +532,7 @@ func (s *shell) runCompound(c command, sio kernel.Stdio) int {
 	case *groupCmd:
 		if c.subshell {
 			sub := s.subshell()
+			defer sub.release()
 			st := sub.runList(c.body, sio)
 			if sub.exitReq {
 				st = sub.exitCode
@@ -564,8 +582,13 @@ func (s *shell) runCompound(c command, sio kernel.Stdio) int {
 	case *forCmd:
 		var items []string
 		if c.inSet {
+			mem := s.p.Held() // the list, while the loop runs
+			defer mem.Release()
 			var err error
 			items, err = s.expandWords(c.words)
+			if err == nil && holdFields(mem, items) != nil {
+				err = errOutOfMemory
+			}
 			if err != nil {
 				fmt.Fprintf(sio.Err, "%s: %v\n", s.arg0, err)
 				return 1
@@ -592,11 +615,14 @@ func (s *shell) runCompound(c command, sio kernel.Stdio) int {
 		}
 		for _, it := range c.items {
 			for _, pat := range it.patterns {
-				pb := &fieldBuilder{}
-				if err := s.expand(pat, pb, false); err != nil {
+				pb := s.newBuilder()
+				err := s.expand(pat, pb, false)
+				matched := err == nil && pb.matches(w)
+				pb.release()
+				if err != nil {
 					return 1
 				}
-				if ok, _ := path.Match(pb.pattern.String(), w); ok || pb.cur.String() == w {
+				if matched {
 					return s.runList(it.body, sio)
 				}
 			}
@@ -606,20 +632,29 @@ func (s *shell) runCompound(c command, sio kernel.Stdio) int {
 	return 0
 }
 
-// redirect applies redirections and returns the new stdio and what to close.
-func (s *shell) redirect(rs []redir, sio kernel.Stdio) (kernel.Stdio, []io.Closer, error) {
+// redirect applies redirections and returns the new stdio and what to close; the bodies of
+// here-documents are charged to mem (they are held until the command ends).
+func (s *shell) redirect(rs []redir, sio kernel.Stdio, mem *kernel.Held) (kernel.Stdio, []io.Closer, error) {
+	if len(rs) == 0 && sio.In != nil && sio.Out != nil && sio.Err != nil {
+		return sio, nil, nil
+	}
 	var closers []io.Closer
 	fds := map[int]any{0: sio.In, 1: sio.Out, 2: sio.Err}
 	for _, r := range rs {
 		if r.here != nil {
 			body := r.here.body
 			if !r.here.quoted {
-				b := &fieldBuilder{}
-				if err := s.expandDouble(body, b); err != nil {
+				b := s.newBuilder()
+				err := s.expandDouble(body, b)
+				body = b.curString()
+				b.release()
+				if err == nil && mem.Grow(int64(len(body))) != nil {
+					err = errOutOfMemory
+				}
+				if err != nil {
 					kernel.CloseAll(closers)
 					return sio, nil, err
 				}
-				body = b.cur.String()
 			}
 			fds[r.fd] = strings.NewReader(body)
 			continue
@@ -731,7 +766,12 @@ func (s *shell) runSimple(c *simpleCmd, sio kernel.Stdio) int {
 	tail := s.execTail
 	s.execTail = false // only this command, not what a function it calls runs
 	s.substStatus = -1
+	mem := s.p.Held() // what the command holds while it runs: its words, environment, here-documents
+	defer mem.Release()
 	words, err := s.expandWords(c.words)
+	if err == nil && holdFields(mem, words) != nil {
+		err = errOutOfMemory
+	}
 	if err != nil {
 		fmt.Fprintf(sio.Err, "%s: %v\n", s.arg0, err)
 		if !s.sub || err == errOutOfMemory {
@@ -757,7 +797,7 @@ func (s *shell) runSimple(c *simpleCmd, sio kernel.Stdio) int {
 			tmpEnv = append(tmpEnv, k+"="+v)
 		}
 	}
-	rio, closers, err := s.redirect(c.redirs, sio)
+	rio, closers, err := s.redirect(c.redirs, sio, mem)
 	if err != nil {
 		return s.redirectFailed(sio, err)
 	}
@@ -775,10 +815,11 @@ func (s *shell) runSimple(c *simpleCmd, sio kernel.Stdio) int {
 		if !s.enter(rio, words[0], "function") {
 			return 1
 		}
-		saved := s.params
-		s.params = words[1:]
-		st := s.runCommand(fn, rio)
-		s.params = saved
+		saved, savedHeld := s.params, s.heldParams
+		s.params, s.heldParams = words[1:], false // charged with the command's words
+		st := s.runCommand(fn.body, rio)
+		s.dropParams() // what a `set --` in the function set
+		s.params, s.heldParams = saved, savedHeld
 		s.leave()
 		if s.retReq {
 			s.retReq = false
@@ -791,11 +832,15 @@ func (s *shell) runSimple(c *simpleCmd, sio kernel.Stdio) int {
 	}
 	if a, ok := s.p.InlineApplet(words[0]); ok {
 		bp := *s.p
-		bp.Args, bp.Stdin, bp.Stdout, bp.Stderr, bp.Dir = words, rio.In, rio.Out, rio.Err, s.dir
+		bp.Args, bp.Dir = words, s.dir
+		bp.SetStdio(rio)
 		bp.Env = s.exportedEnv(tmpEnv)
+		if holdEnv(mem, bp.Env) != nil {
+			return 1 // out of memory: the OOM killer is ending the container
+		}
 		return a(&bp)
 	}
-	env := s.exportedEnv(tmpEnv)
+	env := s.exportedEnv(tmpEnv) // the child's, charged with it (kernel: its argv and environment)
 	exe, err := s.p.LookPath(words[0], env, s.dir)
 	if err != nil {
 		return s.execFailed(words[0], err, rio)
@@ -885,9 +930,9 @@ func builtinCd(s *shell, args []string, sio kernel.Stdio) int {
 		fmt.Fprintf(sio.Err, "%s: cd: can't cd to %s: Not a directory\n", s.arg0, dir)
 		return 1
 	}
-	s.vars["OLDPWD"] = s.dir
+	s.setVar("OLDPWD", s.dir)
 	s.dir = target
-	s.vars["PWD"] = target
+	s.setVar("PWD", target)
 	if printDir {
 		fmt.Fprintln(sio.Out, target)
 	}
@@ -951,10 +996,10 @@ func builtinExport(s *shell, args []string, sio kernel.Stdio) int {
 	}
 	for _, a := range args[1:] {
 		if k, v, ok := strings.Cut(a, "="); ok {
-			s.vars[k] = v
-			s.exported[k] = true
+			s.setVar(k, v)
+			s.export(k, true)
 		} else {
-			s.exported[a] = true
+			s.export(a, true)
 		}
 	}
 	return 0
@@ -963,9 +1008,9 @@ func builtinExport(s *shell, args []string, sio kernel.Stdio) int {
 func builtinLocal(s *shell, args []string, sio kernel.Stdio) int {
 	for _, a := range args[1:] {
 		if k, v, ok := strings.Cut(a, "="); ok {
-			s.vars[k] = v
+			s.setVar(k, v)
 		} else if _, ok := s.vars[a]; !ok {
-			s.vars[a] = ""
+			s.setVar(a, "")
 		}
 	}
 	return 0
@@ -976,9 +1021,9 @@ func builtinUnset(s *shell, args []string, sio kernel.Stdio) int {
 		if a == "-f" || a == "-v" {
 			continue
 		}
-		delete(s.vars, a)
-		delete(s.exported, a)
-		delete(s.funcs, a)
+		s.unsetVar(a)
+		s.export(a, false)
+		s.unsetFunc(a)
 	}
 	return 0
 }
@@ -1000,7 +1045,7 @@ func builtinSet(s *shell, args []string, sio kernel.Stdio) int {
 		a := rest[0]
 		if a == "--" {
 			rest = rest[1:]
-			s.params = append([]string(nil), rest...)
+			s.setParams(append([]string(nil), rest...))
 			return 0
 		}
 		if len(a) < 2 || (a[0] != '-' && a[0] != '+') {
@@ -1032,7 +1077,7 @@ func builtinSet(s *shell, args []string, sio kernel.Stdio) int {
 		rest = rest[1:]
 	}
 	if len(rest) > 0 {
-		s.params = append([]string(nil), rest...)
+		s.setParams(append([]string(nil), rest...))
 	}
 	return 0
 }
@@ -1056,7 +1101,7 @@ func builtinShift(s *shell, args []string, sio kernel.Stdio) int {
 	if n > len(s.params) {
 		return 1
 	}
-	s.params = s.params[n:]
+	s.shift(n)
 	return 0
 }
 
@@ -1092,11 +1137,7 @@ func builtinTrap(s *shell, args []string, sio kernel.Stdio) int {
 			}
 			key = kernel.SignalName(sig)
 		}
-		if action == "-" {
-			delete(s.sig.traps, key)
-		} else {
-			s.sig.traps[key] = action
-		}
+		s.setTrap(key, action, action == "-")
 	}
 	return 0
 }
@@ -1104,7 +1145,11 @@ func builtinTrap(s *shell, args []string, sio kernel.Stdio) int {
 // lineReader reads one byte at a time so it never consumes input meant for
 // the next reader of the same stream (an interactive shell's commands). A
 // line longer than maxHeldBytes fails with errTooBig.
-type lineReader struct{ r io.Reader }
+// The line is charged to mem (nil: uncharged) until the caller releases it.
+type lineReader struct {
+	r   io.Reader
+	mem *kernel.Held
+}
 
 func (l lineReader) readLine() (string, error) {
 	var b []byte
@@ -1114,6 +1159,9 @@ func (l lineReader) readLine() (string, error) {
 		if n == 1 {
 			if len(b) == kernel.MaxHeldBytes {
 				return "", kernel.ErrTooBig
+			}
+			if l.mem.Grow(1) != nil {
+				return "", kernel.ErrTooBig // out of memory: the OOM killer is ending the container
 			}
 			b = append(b, one[0])
 			if one[0] == '\n' {
@@ -1152,9 +1200,12 @@ func builtinRead(s *shell, args []string, sio kernel.Stdio) int {
 	ch := make(chan res, 1)
 	go func() {
 		defer s.p.RecoverCrash()
-		line, err := lineReader{sio.In}.readLine()
+		mem := s.p.Held() // the line while it is read (its goroutine's own: it may outlive read)
+		defer mem.Release()
+		line, err := lineReader{sio.In, mem}.readLine()
 		ch <- res{line, err}
 	}()
+	s.p.Idle()
 	var r res
 	select {
 	case r = <-ch:
@@ -1173,11 +1224,11 @@ func builtinRead(s *shell, args []string, sio kernel.Stdio) int {
 	for i, n := range names {
 		switch {
 		case i == len(names)-1 && i < len(fields):
-			s.vars[n] = strings.Join(fields[i:], " ")
+			s.setVar(n, strings.Join(fields[i:], " "))
 		case i < len(fields):
-			s.vars[n] = fields[i]
+			s.setVar(n, strings.Clone(fields[i])) // not a part keeping the whole line alive
 		default:
-			s.vars[n] = ""
+			s.setVar(n, "")
 		}
 	}
 	if r.err != nil && r.line == "" {
@@ -1206,6 +1257,7 @@ func builtinWait(s *shell, args []string, sio kernel.Stdio) int {
 		}
 	}
 	s.jobsMu.Unlock()
+	s.p.Idle()
 	st := 0
 	for _, j := range jobs {
 		select {
@@ -1230,14 +1282,22 @@ func builtinEval(s *shell, args []string, sio kernel.Stdio) int {
 		return 1
 	}
 	defer s.leave()
-	return s.evalString(strings.Join(args[1:], " "), sio)
+	mem := s.p.Held()
+	defer mem.Release()
+	src, err := joinHeld(mem, args[1:])
+	if err != nil {
+		return 1 // out of memory: the OOM killer is ending the container
+	}
+	return s.evalString(src, sio)
 }
 
 func builtinSource(s *shell, args []string, sio kernel.Stdio) int {
 	if len(args) < 2 {
 		return 0
 	}
-	data, err := s.p.ReadFileBounded(s.p.AbsIn(s.dir, args[1]))
+	mem := s.p.Held() // the file, while it runs
+	defer mem.Release()
+	data, err := mem.ReadFile(s.p.AbsIn(s.dir, args[1]))
 	if err != nil {
 		fmt.Fprintf(sio.Err, "%s: .: can't open '%s': %s\n", s.arg0, args[1], kernel.LineError(err))
 		return 2
@@ -1283,7 +1343,7 @@ func builtinExec(s *shell, args []string, sio kernel.Stdio) int {
 	s.exitReq, s.exitCode = true, 0
 	// The shell is gone: no EXIT trap runs after a successful exec.
 	s.sig.mu.Lock()
-	delete(s.sig.traps, "EXIT")
+	s.setTrap("EXIT", "", true)
 	s.sig.mu.Unlock()
 	return 0
 }
@@ -1306,7 +1366,7 @@ func builtinType(s *shell, args []string, sio kernel.Stdio) int {
 		// command CMD ARGS runs CMD without function lookup.
 		c := &simpleCmd{words: quoteAll(rest)}
 		saved := s.funcs
-		s.funcs = map[string]command{}
+		s.funcs = map[string]*funcDef{}
 		st := s.runSimple(c, sio)
 		s.funcs = saved
 		return st
@@ -1345,6 +1405,7 @@ func builtinType(s *shell, args []string, sio kernel.Stdio) int {
 // from stdin (with a "/ # " prompt on a TTY).
 func Sh(p *kernel.Proc) int {
 	s := newShell(p)
+	defer s.releaseAll()
 	args := p.Args[1:]
 	cmdMode := false
 	for len(args) > 0 && len(args[0]) > 1 && (args[0][0] == '-' || args[0][0] == '+') {
@@ -1377,40 +1438,53 @@ func Sh(p *kernel.Proc) int {
 		src = args[0]
 		if len(args) > 1 {
 			s.arg0 = args[1]
-			s.params = args[2:]
+			s.setParams(args[2:])
 		}
 	case len(args) > 0:
-		data, err := p.ReadFileBounded(p.Abs(args[0]))
+		script := p.Held() // the script, read whole, while it runs
+		defer script.Release()
+		data, err := script.ReadFile(p.Abs(args[0]))
 		if err != nil {
 			fmt.Fprintf(p.Stderr, "%s: can't open '%s': %s\n", s.arg0, args[0], kernel.LineError(err))
 			return 2
 		}
 		src = string(data)
 		s.arg0 = args[0]
-		s.params = args[1:]
+		s.setParams(args[1:])
 	default:
 		return s.interactive()
 	}
-	l, err := parseScript(src)
+	ps := newParser(src, p.Held())
+	defer ps.lx.mem.Release()
+	l, err := ps.line()
+	if l != nil && err == nil {
+		if t, perr := ps.lx.peek(); perr == nil && t.kind == tEOF {
+			if sc := singleExternal(s, l); sc != nil {
+				// Like busybox ash, `sh -c "cmd args"` execs a lone external command
+				// instead of forking it: the command takes the shell's pid.
+				words, err := s.expandWords(sc.words)
+				if err == nil && len(words) > 0 {
+					return builtinExec(s, append([]string{"exec"}, words...), s.io)
+				}
+			}
+		}
+	}
+	if err == nil {
+		err = s.runLines(ps, l, s.io)
+	}
+	if p.Next != nil {
+		return 0 // exec'd: the program runs in the shell's place
+	}
 	if errors.Is(err, errIncomplete) {
 		err = &syntaxError{"unexpected end of file"}
 	}
 	if err != nil {
+		// A syntax error ends a script where it is found, after the lines before it ran
+		// (ash parses and runs a line at a time), with status 2.
 		fmt.Fprintf(p.Stderr, "%s: %v\n", s.arg0, err)
-		return 2
+		s.exitReq, s.exitCode = true, 2
 	}
-	if sc := singleExternal(s, l); sc != nil {
-		// Like busybox ash, `sh -c "cmd args"` execs a lone external command
-		// instead of forking it: the command takes the shell's pid.
-		words, err := s.expandWords(sc.words)
-		if err == nil && len(words) > 0 {
-			return builtinExec(s, append([]string{"exec"}, words...), s.io)
-		}
-	}
-	st := s.runList(l, s.io)
-	if p.Next != nil {
-		return 0 // exec'd: the program runs in the shell's place
-	}
+	st := s.status
 	s.runPendingTraps()
 	if s.exitReq {
 		st = s.exitCode
@@ -1459,8 +1533,9 @@ func (s *shell) prompt() string {
 
 func (s *shell) interactive() int {
 	s.ignoreInt.Store(s.p.TTY)
-	lr := lineReader{s.io.In}
 	var buf string
+	bufMem := s.p.Held() // the command being typed, until it runs
+	defer bufMem.Release()
 	type res struct {
 		line string
 		err  error
@@ -1476,9 +1551,12 @@ func (s *shell) interactive() int {
 		ch := make(chan res, 1)
 		go func() {
 			defer s.p.RecoverCrash()
-			l, err := lr.readLine()
+			mem := s.p.Held() // the line while it is read (its goroutine's own: it may outlive the shell)
+			defer mem.Release()
+			l, err := lineReader{s.io.In, mem}.readLine()
 			ch <- res{l, err}
 		}()
+		s.p.Idle()
 		var r res
 		select {
 		case r = <-ch:
@@ -1499,18 +1577,26 @@ func (s *shell) interactive() int {
 			s.status = 1
 			break
 		}
+		if bufMem.Grow(int64(len(r.line))) != nil {
+			break // out of memory: the OOM killer is ending the container
+		}
 		buf += r.line
-		l, perr := parseScript(buf)
+		tree := s.p.Held()
+		l, perr := parseHeld(buf, tree)
 		if errors.Is(perr, errIncomplete) && r.err == nil {
+			tree.Release()
 			continue
 		}
 		buf = ""
+		bufMem.Release()
 		if perr != nil {
+			tree.Release()
 			fmt.Fprintf(s.io.Err, "%s: %v\n", s.arg0, perr)
 			s.status = 2
 			continue
 		}
 		s.runList(l, s.io)
+		tree.Release()
 		s.runPendingTraps()
 		if s.aborted {
 			// A shell error ends the command line, not an interactive shell.

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
@@ -18,42 +17,98 @@ import (
 // fieldBuilder accumulates the fields a word expands to. Quoted text never
 // splits or globs; unquoted expansion results are split on IFS whitespace.
 type fieldBuilder struct {
-	fields  []string
-	globs   []bool
-	cur     strings.Builder
-	pattern strings.Builder // cur with quoted glob characters escaped
-	have    bool
-	glob    bool
-	size    int // bytes added, across fields (see maxHeldBytes)
+	fields []string
+	globs  []bool
+	// pieces make up the current field: what was added, not copied (a command substitution's
+	// 15 MB output is held once, and is the field itself when it is all of it).
+	pieces []piece
+	curLen int
+	have   bool
+	glob   bool
+	size   int          // bytes added, across fields (see maxHeldBytes)
+	held   *kernel.Held // the fields it builds, charged as they grow (nil: uncharged)
+	oom    bool         // a charge failed: the container is out of memory
+}
+
+// piece is part of a field: quoted text keeps its glob characters literal. An owned piece is a
+// string of its own (a variable's value, a command substitution's output), which a field made of
+// it alone can be without a copy; any other (the script's text, part of a split value) is copied
+// into the field, so a variable never keeps a larger string alive than it is charged for.
+type piece struct {
+	s      string
+	quoted bool
+	owned  bool
+}
+
+// pieceOverhead is what a piece takes besides its bytes.
+const pieceOverhead = 24
+
+// newBuilder is a fieldBuilder charging the shell's container; release it when done.
+func (s *shell) newBuilder() *fieldBuilder { return &fieldBuilder{held: s.p.Held()} }
+
+// release gives back what the builder held (what it built is the caller's to charge).
+func (b *fieldBuilder) release() { b.held.Release() }
+
+// matches reports whether w matches the builder's word as a case pattern.
+func (b *fieldBuilder) matches(w string) bool {
+	ok, _ := path.Match(b.patternString(), w)
+	return ok || b.curString() == w
+}
+
+// curString is the current field.
+func (b *fieldBuilder) curString() string {
+	if len(b.pieces) == 1 && b.pieces[0].owned {
+		return b.pieces[0].s
+	}
+	var sb strings.Builder
+	sb.Grow(b.curLen)
+	for _, p := range b.pieces {
+		sb.WriteString(p.s)
+	}
+	return sb.String()
+}
+
+// patternString is the current field as a glob pattern: its quoted glob characters escaped.
+func (b *fieldBuilder) patternString() string {
+	var sb strings.Builder
+	for _, p := range b.pieces {
+		if !p.quoted || !strings.ContainsAny(p.s, "*?[]\\") {
+			sb.WriteString(p.s)
+			continue
+		}
+		for _, r := range p.s {
+			if strings.ContainsRune("*?[]\\", r) {
+				sb.WriteByte('\\')
+			}
+			sb.WriteRune(r)
+		}
+	}
+	return sb.String()
 }
 
 // errOutOfMemory is a word, or a command substitution's output, past maxHeldBytes: busybox's
 // xmalloc failure ("sh: out of memory"), where a real container would meet its memory limit.
 var errOutOfMemory = &expandError{"out of memory"}
 
-func (b *fieldBuilder) add(s string, quoted bool) {
+func (b *fieldBuilder) add(s string, quoted bool) { b.addPiece(s, quoted, false) }
+
+// addOwned adds a string of its own (see piece).
+func (b *fieldBuilder) addOwned(s string, quoted bool) { b.addPiece(s, quoted, true) }
+
+func (b *fieldBuilder) addPiece(s string, quoted, owned bool) {
 	b.have = true
-	if b.size += len(s); b.size > kernel.MaxHeldBytes {
+	if b.size += len(s); b.size > kernel.MaxHeldBytes || b.oom {
 		return // expand reports errOutOfMemory; nothing more is held
 	}
-	b.cur.WriteString(s)
-	if quoted && !strings.ContainsAny(s, "*?[]\\") {
-		b.pattern.WriteString(s)
+	if b.held.Grow(int64(len(s))+pieceOverhead) != nil { // the field it goes into, and the piece
+		b.oom = true
 		return
 	}
-	if quoted {
-		for _, r := range s {
-			if strings.ContainsRune("*?[]\\", r) {
-				b.pattern.WriteByte('\\')
-			}
-			b.pattern.WriteRune(r)
-		}
-		return
-	}
-	if strings.ContainsAny(s, "*?[") {
+	if !quoted && strings.ContainsAny(s, "*?[") {
 		b.glob = true
 	}
-	b.pattern.WriteString(s)
+	b.pieces = append(b.pieces, piece{s, quoted, owned})
+	b.curLen += len(s)
 }
 
 // addSplit adds an unquoted expansion result, splitting it into fields.
@@ -73,7 +128,7 @@ func (b *fieldBuilder) addSplit(s string, ifs string) {
 		if i > 0 || leading {
 			b.end()
 		}
-		b.add(p, false)
+		b.addPiece(p, false, len(p) == len(s))
 	}
 	if trailing {
 		b.end()
@@ -82,16 +137,14 @@ func (b *fieldBuilder) addSplit(s string, ifs string) {
 
 func (b *fieldBuilder) end() {
 	if b.have {
-		b.fields = append(b.fields, b.cur.String())
 		if b.glob {
-			b.globs = append(b.globs, true)
-			b.fields[len(b.fields)-1] = b.pattern.String()
+			b.fields = append(b.fields, b.patternString())
 		} else {
-			b.globs = append(b.globs, false)
+			b.fields = append(b.fields, b.curString())
 		}
+		b.globs = append(b.globs, b.glob)
 	}
-	b.cur.Reset()
-	b.pattern.Reset()
+	b.pieces, b.curLen = b.pieces[:0], 0
 	b.have = false
 	b.glob = false
 }
@@ -100,11 +153,13 @@ func (b *fieldBuilder) end() {
 func (s *shell) expandWords(words []string) ([]string, error) {
 	var out []string
 	for _, w := range words {
-		b := &fieldBuilder{}
-		if err := s.expand(w, b, true); err != nil {
+		b := s.newBuilder()
+		err := s.expand(w, b, true)
+		b.release() // the fields are the caller's to charge
+		if err != nil {
 			return nil, err
 		}
-		if b.size > kernel.MaxHeldBytes {
+		if b.size > kernel.MaxHeldBytes || b.oom {
 			return nil, errOutOfMemory
 		}
 		b.end()
@@ -122,14 +177,16 @@ func (s *shell) expandWords(words []string) ([]string, error) {
 // expandString expands a word without field splitting or globbing
 // (assignments, redirection targets, case words).
 func (s *shell) expandString(w string) (string, error) {
-	b := &fieldBuilder{}
-	if err := s.expand(w, b, false); err != nil {
+	b := s.newBuilder()
+	err := s.expand(w, b, false)
+	b.release() // the string is the caller's to charge
+	if err != nil {
 		return "", err
 	}
-	if b.size > kernel.MaxHeldBytes {
+	if b.size > kernel.MaxHeldBytes || b.oom {
 		return "", errOutOfMemory
 	}
-	return b.cur.String(), nil
+	return b.curString(), nil
 }
 
 type expandError struct{ msg string }
@@ -167,7 +224,7 @@ func (s *shell) expand(w string, b *fieldBuilder, split bool) error {
 		if split {
 			b.addSplit(v, ifs)
 		} else {
-			b.add(v, true)
+			b.addOwned(v, true)
 		}
 	}
 	i := 0
@@ -183,7 +240,7 @@ func (s *shell) expand(w string, b *fieldBuilder, split bool) error {
 		}
 	}
 	for i < len(w) {
-		if b.size > kernel.MaxHeldBytes {
+		if b.size > kernel.MaxHeldBytes || b.oom {
 			return errOutOfMemory
 		}
 		c := w[i]
@@ -224,7 +281,7 @@ func (s *shell) expand(w string, b *fieldBuilder, split bool) error {
 					if k > 0 {
 						b.end()
 					}
-					b.add(m, false)
+					b.addOwned(m, false)
 				}
 			} else {
 				addExp(v)
@@ -269,7 +326,7 @@ func (s *shell) expandDouble(w string, b *fieldBuilder) error {
 	b.have = true
 	i := 0
 	for i < len(w) {
-		if b.size > kernel.MaxHeldBytes {
+		if b.size > kernel.MaxHeldBytes || b.oom {
 			return errOutOfMemory
 		}
 		c := w[i]
@@ -300,13 +357,13 @@ func (s *shell) expandDouble(w string, b *fieldBuilder) error {
 						b.end()
 						b.have = true
 					}
-					b.add(m, true)
+					b.addOwned(m, true)
 				}
-				if len(multi) == 0 && b.cur.Len() == 0 {
+				if len(multi) == 0 && b.curLen == 0 {
 					b.have = false
 				}
 			} else {
-				b.add(v, true)
+				b.addOwned(v, true)
 			}
 			i = end
 		case '`':
@@ -318,7 +375,7 @@ func (s *shell) expandDouble(w string, b *fieldBuilder) error {
 			if err != nil {
 				return err
 			}
-			b.add(v, true)
+			b.addOwned(v, true)
 			i = end
 		default:
 			j := i
@@ -477,7 +534,8 @@ func (s *shell) braceParam(e string) (string, []string, error) {
 		if err != nil {
 			return "", nil, err
 		}
-		return trimPattern(v, pat, op[0] == '#', longest), nil, nil
+		// A string of its own, not a part of v that would keep all of v alive.
+		return strings.Clone(trimPattern(v, pat, op[0] == '#', longest)), nil, nil
 	}
 	return "", nil, &expandError{fmt.Sprintf("${%s}: bad substitution", e)}
 }
@@ -520,45 +578,77 @@ func (s *shell) commandSubst(src string) (string, error) {
 	if s.nest >= MaxNest {
 		return "", &expandError{fmt.Sprintf("command substitution: maximum nesting level exceeded (%d)", MaxNest)}
 	}
-	out := &substOutput{}
+	mem := s.p.Held() // the substitution's tree and its output, until the output is a word
+	defer mem.Release()
+	out := &substOutput{held: mem}
 	sub := s.subshell()
+	defer sub.release()
 	sub.nest++
-	l, err := parseScript(src)
+	l, err := parseHeld(src, mem)
 	if err != nil {
 		return "", &expandError{err.Error()}
 	}
 	// Past maxHeldBytes the output pipe breaks (the command stops as on SIGPIPE) and the
 	// expansion fails: `x=$(cat /dev/zero)` costs 16 MiB, not all of cri-fake's memory.
-	sub.broken = &atomic.Bool{}
+	sub.broken = out
 	io := s.io
-	io.Out = &pipeOut{w: out, broken: sub.broken}
+	io.Out = out
 	sub.io = io
 	st := sub.runList(l, io)
 	sub.runExitTrap(io)
 	s.status = st
 	s.substStatus = st
-	if out.full {
+	v, full := out.finish()
+	if full {
 		return "", errOutOfMemory
 	}
-	return strings.TrimRight(out.b.String(), "\n"), nil
+	return strings.TrimRight(v, "\n"), nil
 }
 
 // substOutput collects a command substitution's output up to maxHeldBytes; a write past it fails
-// with EPIPE. Written only by the subshell's own goroutines, one at a time.
+// with EPIPE (and Broken stops the subshell, as SIGPIPE would). Once the substitution has its
+// value (finish), writes fail with EPIPE too: a killed child whose goroutine has not noticed yet
+// may still write.
 type substOutput struct {
-	mu   sync.Mutex
-	b    bytes.Buffer
-	full bool
+	mu     sync.Mutex
+	b      bytes.Buffer
+	full   bool
+	closed bool
+	held   *kernel.Held // the buffer, charged as it grows
+}
+
+// finish ends the output: what it holds, and whether it overflowed.
+func (o *substOutput) finish() (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed = true
+	return o.b.String(), o.full
 }
 
 func (o *substOutput) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.closed {
+		return 0, syscall.EPIPE
+	}
 	if o.full || o.b.Len()+len(p) > kernel.MaxHeldBytes {
 		o.full = true
 		return 0, syscall.EPIPE
 	}
-	return o.b.Write(p)
+	was := o.b.Cap()
+	n, err := o.b.Write(p)
+	if o.held.Grow(int64(o.b.Cap()-was)) != nil {
+		o.full = true // out of memory: the OOM killer is ending the container
+		return n, syscall.EPIPE
+	}
+	return n, err
+}
+
+// Broken reports whether the output passed maxHeldBytes.
+func (o *substOutput) Broken() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.full
 }
 
 // glob expands a pattern (quoted metacharacters escaped with \) against the

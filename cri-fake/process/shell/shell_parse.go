@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/plugsim/plugsim/cri-fake/process/kernel"
 )
 
 // The shell subset (see README "sh"): lists with ; & and newlines, && ||, ! and
@@ -39,10 +41,19 @@ func (e *syntaxError) Error() string { return "syntax error: " + e.msg }
 type lexer struct {
 	src string
 	pos int
-	buf []token
+	// ahead is the token peeked at, when has is set (one token of lookahead is all the parser needs)
+	ahead token
+	has   bool
 	// pending here-documents whose bodies start after the next newline.
 	pending []*heredoc
+	// tokens is how many tokens were scanned; mem, when set, is charged tokenCost for each
+	// (the tree they build), a chargeEvery at a time.
+	tokens int
+	mem    *kernel.Held
 }
+
+// chargeEvery is how many tokens the lexer scans between two charges of their tree.
+const chargeEvery = 256
 
 // heredoc is the body of a << redirection.
 type heredoc struct {
@@ -90,14 +101,14 @@ func (l *lexer) readHeredocs() error {
 var ops = []string{"<<-", "<<", "&&", "||", ";;", ">>", ">&", "<&", "<>", ">|", "&>", ";", "&", "|", "(", ")", "<", ">"}
 
 func (l *lexer) peek() (token, error) {
-	if len(l.buf) == 0 {
+	if !l.has {
 		t, err := l.scan()
 		if err != nil {
 			return t, err
 		}
-		l.buf = append(l.buf, t)
+		l.ahead, l.has = t, true
 	}
-	return l.buf[0], nil
+	return l.ahead, nil
 }
 
 func (l *lexer) next() (token, error) {
@@ -105,11 +116,16 @@ func (l *lexer) next() (token, error) {
 	if err != nil {
 		return t, err
 	}
-	l.buf = l.buf[1:]
+	l.has = false
 	return t, nil
 }
 
 func (l *lexer) scan() (token, error) {
+	if l.tokens++; l.mem != nil && l.tokens%chargeEvery == 0 {
+		if err := l.mem.Grow(chargeEvery * tokenCost); err != nil {
+			return token{}, errTreeTooBig
+		}
+	}
 	for l.pos < len(l.src) {
 		c := l.src[l.pos]
 		if c == ' ' || c == '\t' || c == '\r' {
@@ -417,6 +433,7 @@ type groupCmd struct {
 type funcDef struct {
 	name string
 	body command
+	cost int64 // what its tree takes (tokenCost per token), charged while it is defined
 }
 
 // compound wraps a compound command with its redirections.
@@ -447,8 +464,17 @@ type parser struct {
 	depth int
 }
 
-func parseScript(src string) (*list, error) {
-	p := &parser{lx: &lexer{src: src}}
+// errTreeTooBig is a parse that the container's memory cannot hold (the OOM killer ends it).
+var errTreeTooBig = &syntaxError{"out of memory"}
+
+func parseScript(src string) (*list, error) { return parseHeld(src, nil) }
+
+// newParser parses src, charging its tree to mem (nil: uncharged).
+func newParser(src string, mem *kernel.Held) *parser { return &parser{lx: &lexer{src: src, mem: mem}} }
+
+// parseHeld parses a whole script, charging its tree to mem (nil: uncharged).
+func parseHeld(src string, mem *kernel.Held) (*list, error) {
+	p := newParser(src, mem)
 	l, err := p.list(nil)
 	if err != nil {
 		return nil, err
@@ -461,6 +487,51 @@ func parseScript(src string) (*list, error) {
 		return nil, &syntaxError{fmt.Sprintf("unexpected %q", tokText(t))}
 	}
 	return l, nil
+}
+
+// line parses the next complete command line of a script: and-or lists separated by ; and &,
+// up to a newline outside any compound command; nil at the end of the script. A script runs one
+// line at a time, as ash's cmdloop parses and runs one command at a time (parsecmd, evaltree),
+// so however long a script is, its tree is never held whole: only the line's, and what its
+// functions keep.
+func (p *parser) line() (*list, error) {
+	if err := p.skipNewlines(); err != nil {
+		return nil, err
+	}
+	t, err := p.lx.peek()
+	if err != nil || t.kind == tEOF {
+		return nil, err
+	}
+	l := &list{}
+	for {
+		ao, err := p.andOr()
+		if err != nil {
+			return nil, err
+		}
+		t, err := p.lx.peek()
+		if err != nil {
+			return nil, err
+		}
+		separated, async := false, false
+		if t.kind == tOp && (t.val == ";" || t.val == "&") {
+			p.lx.next()
+			separated, async = true, t.val == "&"
+			if t, err = p.lx.peek(); err != nil {
+				return nil, err
+			}
+		}
+		l.items = append(l.items, ao)
+		l.async = append(l.async, async)
+		switch {
+		case t.kind == tNewline:
+			p.lx.next() // its here-documents' bodies, which follow it, are read with it
+			return l, nil
+		case t.kind == tEOF:
+			return l, nil
+		case !separated:
+			return nil, &syntaxError{fmt.Sprintf("unexpected %q", tokText(t))}
+		}
+	}
 }
 
 func tokText(t token) string {
@@ -813,11 +884,12 @@ func (p *parser) simple() (command, error) {
 				if err := p.skipNewlines(); err != nil {
 					return nil, err
 				}
+				from := p.lx.tokens
 				body, err := p.command()
 				if err != nil {
 					return nil, err
 				}
-				return &funcDef{name: t.val, body: body}, nil
+				return &funcDef{name: t.val, body: body, cost: int64(p.lx.tokens-from+1) * tokenCost}, nil
 			}
 			sc.words = append(sc.words, t.val)
 			continue

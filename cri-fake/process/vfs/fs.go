@@ -133,6 +133,7 @@ type FS struct {
 	written int64
 	held    int64
 	meta    int64
+	shm     int64 // the part of held that nodes written on /dev/shm take (ShmHeld)
 	limit   int64
 	// writers counts the open writers of a node: a file removed while open
 	// keeps its bytes counted until the last writer closes, as on tmpfs.
@@ -294,7 +295,7 @@ func (f *FS) release(n *node) {
 	delete(f.owned, n)
 	if f.writers[n] == 0 {
 		f.written -= n.bytes()
-		f.held -= n.held()
+		f.dropHeld(n, n.held())
 	}
 }
 
@@ -925,6 +926,9 @@ func (w *memWriter) Write(b []byte) (int, error) {
 	n, grown := w.n.appendChunks(b, f.limitBytes()-f.held-f.meta-f.otherMemory())
 	f.written += n
 	f.held += grown
+	if w.n.shm {
+		f.shm += grown
+	}
 	if n > 0 {
 		w.n.mtime = time.Now()
 	}
@@ -949,7 +953,7 @@ func (w *memWriter) Close() error {
 		delete(f.writers, w.n)
 		if !f.owned[w.n] {
 			f.written -= w.n.bytes() // removed while open: its bytes go now
-			f.held -= w.n.held()
+			f.dropHeld(w.n, w.n.held())
 		}
 	}
 	return nil
@@ -961,6 +965,9 @@ func (f *FS) newWriter(n *node, p string) *memWriter {
 		f.writers = map[*node]int{}
 	}
 	f.writers[n]++
+	if isTmpfs(p) && n.held() == 0 {
+		n.shm = true // from its first byte: what it holds is counted as /dev/shm's
+	}
 	return &memWriter{f: f, n: n, tmpfs: isTmpfs(p)}
 }
 
@@ -1039,7 +1046,7 @@ func (f *FS) OpenWriteAs(c Cred, p string, appendMode bool, perm fs.FileMode) (i
 		}
 		if !appendMode {
 			f.written -= n.size()
-			f.held -= n.held() - int64(len(n.target))
+			f.dropHeld(n, n.held()-int64(len(n.target)))
 			n.data, n.chunks = nil, nil
 		}
 		n.mtime = time.Now()

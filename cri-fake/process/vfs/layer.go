@@ -26,6 +26,7 @@ type node struct {
 	uid    int
 	gid    int
 	mtime  time.Time
+	shm    bool // its content was written on /dev/shm: counted in FS.shm too (memcg.go)
 }
 
 func (n *node) isDir() bool     { return n.mode&fs.ModeDir != 0 }

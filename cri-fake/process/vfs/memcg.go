@@ -31,3 +31,20 @@ func (f *FS) otherMemory() int64 {
 
 // isTmpfs reports whether the container path p is on the container's /dev/shm.
 func isTmpfs(p string) bool { return p == "/dev/shm" || strings.HasPrefix(p, "/dev/shm/") }
+
+// dropHeld stops counting size bytes node n held. Caller holds f.mu.
+func (f *FS) dropHeld(n *node, size int64) {
+	f.held -= size
+	if n.shm {
+		f.shm -= size
+	}
+}
+
+// ShmHeld is what the files written on /dev/shm hold: the part of the container's files that is
+// memory on a node too (a tmpfs, charged to the memory cgroup), where the rest of its own layer is
+// disk there (overlayfs), bounded here by the same limit but never a cause for the OOM killer.
+func (f *FS) ShmHeld() int64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.shm
+}
