@@ -25,6 +25,8 @@ const (
 	CSI = event.CSI
 	// Registration is the kubelet's plugin registration API (pluginregistration.v1).
 	Registration = event.Registration
+	// OCI is the runc command line cri-fake drives for program containers (cri-fake → runc).
+	OCI = event.OCI
 )
 
 // Event is one call across an interface boundary (see package event, which holds the format so
@@ -104,7 +106,7 @@ func New(opts Options) (*Recorder, error) {
 }
 
 func (r *Recorder) openFile() error {
-	f, err := os.OpenFile(r.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := event.OpenAppend(r.path)
 	if err != nil {
 		return fmt.Errorf("open trace file: %w", err)
 	}
