@@ -55,6 +55,7 @@ node's fakes (see 'harness ui --help') until interrupted; the cluster stays up.
 	port := fs.Int("port", 0, "the API server's port on the host's 127.0.0.1 (through the relay); 0 picks a free one")
 	binDir := fs.String("bin-dir", "", "directory holding etcd, kube, kubectl, kubelet, cri-fake, csi-fake, cni-fake, portmap (default $PLUGSIM_BIN, or beside the harness binary)")
 	emptyCNI := fs.Bool("empty-cni", false, "start the nodes with an empty CNI conf dir: NotReady (cni plugin not initialized) until DIR/nodes/NODE/cni/plugsim.conflist is copied into DIR/nodes/NODE/cni/net.d")
+	catalog := fs.String("image-catalog", "", "a cri-fake image catalog (YAML, see cri-fake/README.md) copied to DIR/image-catalog.yaml, which every node's cri-fake reads at start (--image-catalog) over its built-in images")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up (and stop everything) when the cluster is not up within this")
 	kubemark := fs.Int("kubemark-nodes", 0, "also start this many kubemark hollow nodes (hollow-node1…, label plugsim.dev/node-kind=kubemark) on the same control plane, to compare (needs bin/kubemark: make kubemark)")
 	kwok := fs.Int("kwok-nodes", 0, "also start KWOK's controller and this many KWOK nodes (kwok-node1…, label plugsim.dev/node-kind=kwok), to compare (needs bin/kwok: make kwok)")
@@ -91,7 +92,7 @@ node's fakes (see 'harness ui --help') until interrupted; the cluster stays up.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	if err := cluster.Up(cluster.Options{Context: ctx, Dir: abs, Nodes: *nodes, BinDir: bin, Port: *port, EmptyCNI: *emptyCNI, ExtraArgs: extra,
+	if err := cluster.Up(cluster.Options{Context: ctx, Dir: abs, Nodes: *nodes, BinDir: bin, Port: *port, EmptyCNI: *emptyCNI, ExtraArgs: extra, ImageCatalog: *catalog,
 		KubemarkNodes: *kubemark, KWOKNodes: *kwok,
 		Relay: []string{exe, "cluster", "relay"}, Out: os.Stdout, Timeout: *timeout}); err != nil {
 		return err

@@ -58,7 +58,7 @@ func (s *Service) containerStatus(c *store.Container) *runtimeapi.ContainerStatu
 		Message:     st.Message,
 		Labels:      c.Config.GetLabels(),
 		Annotations: c.Config.GetAnnotations(),
-		Mounts:      c.Config.GetMounts(),
+		Mounts:      s.statusMounts(c.Config),
 		LogPath:     c.LogPath,
 		StopSignal:  c.StopSignal,
 		User:        s.containerUser(c),

@@ -40,6 +40,12 @@ func (apiServer) Execute(c *actionContext) error {
 		// the Service's cluster IP leads nowhere from here.
 		"--enable-aggregator-routing=true",
 		"--profiling=false",
+		// Admission webhooks, CRD conversion webhooks and aggregated API servers are Services the API
+		// server calls. Without this it dials the Service's ClusterIP, which only kube-proxy (or a
+		// node's rules) could carry, and the control-plane namespace runs none; with it the resolver is
+		// the endpoint one (cmd/kube-apiserver/app/server.go buildServiceResolver:
+		// NewEndpointServiceResolver), which picks a ready endpoint's pod IP, routed to its node.
+		"--enable-aggregator-routing=true",
 	}
 	if _, err := c.startProc("kube-apiserver", c.cpNS, c.bin("kube"), c.withExtra("kube-apiserver", apiArgs)); err != nil {
 		return err

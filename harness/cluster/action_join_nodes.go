@@ -31,7 +31,7 @@ func (joinNodes) Execute(c *actionContext) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), false), 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), false, ""), 0o644); err != nil {
 			return err
 		}
 		// Its mount namespace, which its kubelet, cri-fake and csi-fake share (mountns.go).

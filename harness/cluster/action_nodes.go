@@ -53,7 +53,11 @@ func startNode(c *actionContext, i int) error {
 	if err := atomicfile.Write(filepath.Join(nd, "kubelet.kubeconfig"), kubeconfig(inside, c.ca.pem, "system:node:"+name, client), 0o600); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), true), 0o644); err != nil {
+	cgroup := nodeCgroup(c.st.Prefix, name)
+	if err := makeNodeCgroup(cgroup); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), true, cgroup), 0o644); err != nil {
 		return err
 	}
 	// Its mount namespace, which its kubelet, cri-fake and csi-fakes share (mountns.go).
@@ -143,6 +147,7 @@ func startCRIFake(c *actionContext, name, nd, netns string) error {
 		// runc as containerd's default names it, and a second handler a RuntimeClass can name (what a node
 		// with gVisor installed would serve); any other handler fails RunPodSandbox as containerd's does.
 		"--runtime-handlers", "runc," + extraRuntimeHandler,
+		"--image-catalog", c.path(imageCatalogFile),
 		"--trace", filepath.Join(nd, "cri.jsonl"), "--admin-socket", "unix://" + nodeCRIAdmin(nd),
 	})); err != nil {
 		return err
@@ -167,23 +172,28 @@ func startKubelet(c *actionContext, name, nd, netns, ip string, credentials ...s
 	return err
 }
 
-// kubeletConfig is a node's KubeletConfiguration: the standalone suite's settings for this machine (no
-// cgroup hierarchy of its own, cgroupfs), serving on the node's address with the cluster's certificates,
-// and checking callers against the API server (webhook authentication and authorisation).
+// kubeletConfig is a node's KubeletConfiguration: pod cgroups under the node's own cgroup root
+// (cgroups.go; cgroupfs, nothing enforced on the node's allocatable), serving on the node's address
+// with the cluster's certificates, and checking callers against the API server (webhook
+// authentication and authorisation).
 //
 // With serving false the kubelet serves with a certificate it makes and signs itself (a joining
-// machine has no key of the cluster's CA).
-func kubeletConfig(nd, ip, caFile string, serving bool) []byte {
+// machine has no key of the cluster's CA). With cgroupRoot "" it makes no pod cgroups (a joining
+// machine's node: nothing of this cluster's makes or removes a cgroup root there).
+func kubeletConfig(nd, ip, caFile string, serving bool, cgroupRoot string) []byte {
 	tls := ""
 	if serving {
 		tls = fmt.Sprintf("tlsCertFile: %[1]s/kubelet-serving.crt\ntlsPrivateKeyFile: %[1]s/kubelet-serving.key\n", nd)
+	}
+	cgroups := "cgroupsPerQOS: false\n"
+	if cgroupRoot != "" {
+		cgroups = fmt.Sprintf("cgroupsPerQOS: true\ncgroupRoot: %s\n", cgroupRoot)
 	}
 	return fmt.Appendf(nil, `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failSwapOn: false
 failCgroupV1: false
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
+%[7]senforceNodeAllocatable: []
 cgroupDriver: cgroupfs
 address: %[2]s
 port: 10250
@@ -208,5 +218,5 @@ authentication:
   webhook: {enabled: true}
   x509: {clientCAFile: %[3]s}
 authorization: {mode: Webhook}
-`, nd, ip, caFile, tls, controlPlaneQPS, 2*controlPlaneQPS)
+`, nd, ip, caFile, tls, controlPlaneQPS, 2*controlPlaneQPS, cgroups)
 }

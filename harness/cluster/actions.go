@@ -43,6 +43,7 @@ func upActions(o Options) []action {
 		etcd{},                // action_etcd.go
 		apiServer{},           // action_apiserver.go: kube-apiserver, and its kubelet client's RBAC
 		controllers{},         // action_controllers.go: kube-controller-manager and kube-scheduler
+		imageCatalog{},        // action_catalog.go: DIR/image-catalog.yaml, which every node's cri-fake reads
 		nodes{},               // action_nodes.go: per node a namespace, cri-fake and a kubelet
 		csiDriver{},           // action_csi.go: CSIDriver objects, StorageClasses, snapshot CRDs, csi-fake's controller with the real sidecars, its node plugins
 		podNetwork{},          // action_podnetwork.go: pod CIDRs, each node's conflist, routes between nodes and from the control plane

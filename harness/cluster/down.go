@@ -28,9 +28,9 @@ const stopGrace = 10 * time.Second
 // Down stops the cluster in dir and takes away what it made: its processes (kubelets first, so none
 // restarts a pod the fakes are tearing down), each node's mount namespace with the mounts in it (each
 // kubelet's bind-mounted root dir, the tmpfs of secret and projected volumes, csi-fake's publishes,
-// cri-fake's pod network namespaces), every mount under dir, and its network namespaces (with them the
-// veths, routes and portmap's iptables rules, which live only there). It keeps the logs and the
-// certificates. With nothing to stop it does nothing and says so.
+// cri-fake's pod network namespaces), every mount under dir, its network namespaces (with them the
+// veths, routes and portmap's iptables rules, which live only there), and the nodes' cgroups
+// (cgroups.go). It keeps the logs and the certificates. With nothing to stop it does nothing and says so.
 //
 // It acts only on what is the cluster's own, whatever DIR/cluster.json says: a directory another local
 // user made or could change is refused (CheckDir); a process is signalled only when it is still the
@@ -151,10 +151,19 @@ func Down(dir string, out io.Writer) error {
 		did = true
 	}
 
+	// The nodes' cgroup roots, once no kubelet makes pod cgroups in them.
+	for _, cg := range clusterCgroups(prefix) { // the prefix derived from dir, never the file's
+		if err := removeCgroupTree(cg); err != nil {
+			return fmt.Errorf("removing the cgroup %s: %w", cg, err)
+		}
+		did = true
+	}
+
 	if leaveErr != nil {
 		// Everything else is stopped and gone; the state stays so that another `down` retries this.
 		return leaveErr
 	}
+
 	if err := os.Remove(filepath.Join(dir, StateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}

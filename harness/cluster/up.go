@@ -30,6 +30,9 @@ type Options struct {
 	// ("cni plugin not initialized") until a conflist is put there (each node's cni/plugsim.conflist is the
 	// one `up` would have put). `up` then waits for registration only.
 	EmptyCNI bool
+	// ImageCatalog is a cri-fake image catalog (YAML, cri-fake/README.md) for every node, merged over
+	// cri-fake's built-in images; "" gives DIR/image-catalog.yaml with no images of its own.
+	ImageCatalog string
 	// Relay is the command that runs the relay: the harness binary and its arguments before the relay's
 	// own flags (for `harness cluster relay`: [harness, cluster, relay]).
 	Relay []string

@@ -122,6 +122,12 @@ type Spec struct {
 	// MemoryLimit is the container's memory limit in bytes (memory_limit_in_bytes; 0: none):
 	// past it the OOM killer ends the container (memory.go).
 	MemoryLimit int64
+	// CPUShares is the container's cpu_shares, which /sys/fs/cgroup/cpu.weight shows in runc's
+	// cgroup v2 conversion (cgroupfs.go); the simulation's CPUs share fairly without it.
+	CPUShares int64
+	// OOMScoreAdj is /proc/<pid>/oom_score_adj of the container's processes (the CRI's
+	// oom_score_adj, which the kubelet derives from the pod's QoS class).
+	OOMScoreAdj int64
 	// IPCNamespace is the System V IPC namespace to join: nil gives the container its own.
 	// Share one per pod for IPC mode POD and the node's (NewNodeIPCNamespace) for NODE.
 	IPCNamespace *IPCNamespace
@@ -225,6 +231,7 @@ type container struct {
 	ipcns *IPCNamespace
 	mem   memoryCgroup
 	cpu   *sched.Group
+	cg    cgroupState // what /sys/fs/cgroup shows of the CPU and oom_score_adj as last set (cgroupfs.go)
 	// procs is how many processes of this container hold a pid slot (table entries and
 	// pipeline subshells), guarded by pidns.mu; see pidsLimit.
 	procs int
@@ -292,6 +299,9 @@ func StartWith(ctx context.Context, spec Spec, applets *AppletSet) (*Process, er
 	}
 	c.readiness = !spec.Behaviour.FailReadiness
 	c.fs.SetProc(c.procFile, c.procPids)
+	c.cg.cpu = cpuResources{Shares: spec.CPUShares, Quota: spec.CPUQuota.Microseconds(), Period: spec.CPUPeriod.Microseconds()}
+	c.cg.oomScoreAdj = spec.OOMScoreAdj
+	c.fs.SetSys(sysTree{c})
 	wd := spec.WorkingDir
 	if wd == "" {
 		wd = "/"
@@ -825,8 +835,9 @@ func infos(tasks []*task) []ProcessInfo {
 // Stats returns simulated resource figures for the whole container (the same
 // for the main process and its execs). After the main process ended, memory
 // is 0 and CPU time stops growing.
-func (p *Process) Stats() Stats {
-	c := p.c
+func (p *Process) Stats() Stats { return p.c.stats() }
+
+func (c *container) stats() Stats {
 	own := c.ownTasks()
 	c.mu.Lock()
 	now := time.Now()

@@ -326,6 +326,8 @@ spec:
 	workloadChecks(t, c)
 	// Services through each node's kube-proxy (services_e2e_test.go).
 	serviceChecks(t, c)
+	// What the conformance specs need of the cluster (conformance_e2e_test.go).
+	conformanceChecks(t, c)
 }
 
 func podWithRuntimeClass(name, class string) string {

@@ -236,6 +236,9 @@ func leftovers(dir string) []string {
 			out = append(out, "network namespace "+e.Name())
 		}
 	}
+	for _, cg := range cluster.ClusterCgroups(dir) {
+		out = append(out, "cgroup "+cg)
+	}
 	b, _ := os.ReadFile("/proc/self/mountinfo")
 	for _, l := range strings.Split(string(b), "\n") {
 		if f := strings.Fields(l); len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
