@@ -86,6 +86,9 @@ func startNode(c *actionContext, i int) error {
 	if err := atomicfile.Write(filepath.Join(nd, "kubelet.kubeconfig"), kubeconfig(inside, c.ca.pem, "system:node:"+name, client), 0o600); err != nil {
 		return err
 	}
+	if err := atomicfile.Write(filepath.Join(nd, "resolv.conf"), nodeResolvConf(), 0o644); err != nil {
+		return err
+	}
 	if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt")), 0o644); err != nil {
 		return err
 	}
@@ -155,9 +158,11 @@ containerRuntimeEndpoint: unix://%[1]s/cri.sock
 podLogsDir: %[1]s/logs
 tlsCertFile: %[1]s/kubelet-serving.crt
 tlsPrivateKeyFile: %[1]s/kubelet-serving.key
-clusterDomain: cluster.local
-# No DNS server runs in the cluster, and the host's resolv.conf names servers out of reach.
-resolvConf: ""
+# Pods resolve through CoreDNS behind kube-dns (action_clusterdns.go); dnsPolicy Default pods, CoreDNS
+# itself among them, get the node's resolv.conf, which names no server out of reach (nodeResolvConf).
+clusterDNS: [%[4]s]
+clusterDomain: %[5]s
+resolvConf: %[1]s/resolv.conf
 # The machine's disk and memory are shared by every node: the default thresholds (10%% disk free) would
 # put DiskPressure on all of them at once on a full disk.
 evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.available: "1%%"}
@@ -166,5 +171,5 @@ authentication:
   webhook: {enabled: true}
   x509: {clientCAFile: %[3]s}
 authorization: {mode: Webhook}
-`, nd, ip, caFile)
+`, nd, ip, caFile, dnsIP, dnsDomain)
 }

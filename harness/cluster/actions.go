@@ -49,7 +49,10 @@ func upActions(o Options) []action {
 		kubeProxy{},           // action_kubeproxy.go: kube-proxy on every node (Services, the kubernetes Service too)
 	}
 	if !o.EmptyCNI {
-		list = append(list, waitReady{}) // action_ready.go
+		list = append(list,
+			waitReady{},  // action_ready.go
+			clusterDNS{}, // action_clusterdns.go: kubeadm's CoreDNS add-on, kube-dns at the kubelets' clusterDNS
+		)
 	}
 	return list
 }
