@@ -326,6 +326,8 @@ spec:
 	workloadChecks(t, c)
 	// Services through each node's kube-proxy (services_e2e_test.go).
 	serviceChecks(t, c)
+	// Cluster DNS through CoreDNS behind kube-dns (dns_e2e_test.go).
+	dnsChecks(t, c)
 }
 
 func podWithRuntimeClass(name, class string) string {
