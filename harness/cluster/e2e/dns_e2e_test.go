@@ -105,17 +105,20 @@ spec:
 
 	t.Run("dns-by-name", func(t *testing.T) {
 		c.t = t
-		// The short name through the search path (ndots:5), fetched 12 times through the ClusterIP.
-		got := strings.Fields(in("for i in $(seq 12); do curl -s -m 5 http://named/hostname; echo; done"))
-		seen := map[string]bool{}
-		for _, h := range got {
-			if strings.HasPrefix(h, "named-") {
-				seen[h] = true
+		// The short name through the search path (ndots:5), fetched 12 times through the ClusterIP,
+		// until node3's kube-proxy has programmed more than one backend (it does so a moment after
+		// rollout status returns).
+		c.waitFor("12 answers to http://named/hostname from node3, from at least 2 backends", 120*time.Second, func() (bool, string) {
+			out, _ := c.kubectl("exec", "dns-client", "--", "sh", "-c", "for i in $(seq 12); do curl -s -m 5 http://named/hostname; echo; done")
+			got := strings.Fields(out)
+			seen := map[string]bool{}
+			for _, h := range got {
+				if strings.HasPrefix(h, "named-") {
+					seen[h] = true
+				}
 			}
-		}
-		if len(got) != 12 || len(seen) < 2 {
-			t.Errorf("12 fetches of http://named/hostname from node3 answered %v: want 12 answers from at least 2 backends", got)
-		}
+			return len(got) == 12 && len(seen) >= 2, out
+		})
 		want := map[string]string{
 			"nslookup kubernetes.default.svc.cluster.local":             `(?s)^Server:\t\t198\.19\.0\.10\nAddress:\t198\.19\.0\.10#53\n\nName:\tkubernetes\.default\.svc\.cluster\.local\nAddress: 198\.19\.0\.1\n\n$`,
 			"getent hosts named":                                        `^` + regexp.QuoteMeta(svc.Spec.ClusterIP) + `\s+named\.default\.svc\.cluster\.local\s+named\n$`,
