@@ -101,21 +101,3 @@ func containerUser(cfg *runtimeapi.ContainerConfig, ic *images.CatalogImage) *ru
 		Uid: uid, Gid: gid, SupplementalGroups: append([]int64{gid}, sc.GetSupplementalGroups()...),
 	}}
 }
-
-func toContainer(c *store.Container) *runtimeapi.Container {
-	return &runtimeapi.Container{
-		Id:           c.ID,
-		PodSandboxId: c.SandboxID,
-		Metadata:     c.Config.GetMetadata(),
-		Image: &runtimeapi.ImageSpec{
-			Image:              c.ImageName,
-			UserSpecifiedImage: c.Config.GetImage().GetUserSpecifiedImage(),
-		},
-		ImageRef:    c.ImageID,
-		ImageId:     c.ImageID,
-		State:       c.Status().State,
-		CreatedAt:   c.CreatedAt,
-		Labels:      c.Config.GetLabels(),
-		Annotations: c.Config.GetAnnotations(),
-	}
-}

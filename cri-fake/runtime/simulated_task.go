@@ -60,14 +60,13 @@ func (t *simTask) run(spec process.Spec) error {
 		p.SetCPULimit(process.CPULimit(t.cpuRes)) // an Update came before the start
 	}
 	t.mu.Unlock()
-	go func() {
-		<-p.Done()
+	p.AfterExit(func() {
 		t.cio.Close()  // ends attach sessions, flushes their last line
 		t.logs.close() // flushes a last line without newline as an F record
 		code, _ := p.ExitCode()
 		t.exit = task.Exit{Code: int32(code), At: p.FinishedAt(), Reason: exitReason(p)}
 		t.closeDone()
-	}()
+	})
 	return nil
 }
 

@@ -21,6 +21,9 @@ func (apiServer) Execute(c *actionContext) error {
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file", pki("sa.pub"), "--service-account-signing-key-file", pki("sa.key"),
 		"--authorization-mode", "Node,RBAC",
+		// Bootstrap tokens (Secrets in kube-system) authenticate the kubelets of a joining machine
+		// until they have their certificates (`harness cluster join`, action_join_bootstrap.go).
+		"--enable-bootstrap-token-auth=true",
 		// ServiceAccount is on by default; NodeRestriction keeps each kubelet to its own Node and pods.
 		"--enable-admission-plugins", "NodeRestriction",
 		"--kubelet-client-certificate", pki("apiserver-kubelet-client.crt"), "--kubelet-client-key", pki("apiserver-kubelet-client.key"),
@@ -38,7 +41,7 @@ func (apiServer) Execute(c *actionContext) error {
 		"--enable-aggregator-routing=true",
 		"--profiling=false",
 	}
-	if _, err := c.startProc("kube-apiserver", c.cpNS, c.bin("kube"), apiArgs); err != nil {
+	if _, err := c.startProc("kube-apiserver", c.cpNS, c.bin("kube"), c.withExtra("kube-apiserver", apiArgs)); err != nil {
 		return err
 	}
 	if err := c.wait("the API server's /readyz (through the relay)", func() (bool, string) {

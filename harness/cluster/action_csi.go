@@ -85,7 +85,7 @@ func (csiDriver) Execute(c *actionContext) error {
 // csiNodePlugins starts node i's csi-fake node plugin and the ephemeral-only driver in its namespaces
 // (its publishes must be in the mount namespace its kubelet and cri-fake see).
 func csiNodePlugins(c *actionContext, i int) error {
-	name := nodeName(i)
+	name := c.nodeName(i)
 	netns := fmt.Sprintf("%s-%s", c.st.Prefix, name)
 	nd := c.path("nodes", name)
 	csiSock := filepath.Join(nd, "kubelet/plugins", driverName, "csi.sock")
@@ -104,16 +104,21 @@ func csiNodePlugins(c *actionContext, i int) error {
 	}
 	// The ephemeral-only driver (like Calico's csi.tigera.io): a node plugin with no controller and no
 	// sidecar, registering itself so the kubelet adds it to the node's CSINode and publishes inline volumes.
-	if _, err := c.startNodeProc(name+"-csi-fake-ephemeral", netns, nd, c.bin("csi-fake"), []string{
+	if _, err := c.startNodeProc(name+"-csi-fake-ephemeral", netns, nd, c.bin("csi-fake"), ephemeralDriverArgs(name, nd)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// ephemeralDriverArgs are the arguments of node name's ephemeral-only csi-fake (node directory nd).
+func ephemeralDriverArgs(name, nd string) []string {
+	return []string{
 		"--ephemeral-only", "--driver-name", ephemeralDriver,
 		"--endpoint", "unix://" + filepath.Join(nd, "kubelet/plugins", ephemeralDriver, "csi.sock"), "--node-id", name,
 		"--state-dir", filepath.Join(nd, "state/csi-ephemeral"),
 		"--register", "--plugin-registry-dir", filepath.Join(nd, "kubelet/plugins_registry"),
 		"--trace", filepath.Join(nd, "csi-ephemeral.jsonl"),
-	}); err != nil {
-		return err
 	}
-	return nil
 }
 
 // snapshotCRDs applies external-snapshotter's CRDs from BinDir/snapshot-crds (`make sidecars` copies

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,6 +81,14 @@ func Down(dir string, out io.Writer) error {
 		}
 	}
 
+	// A joining machine's nodes leave the cluster: their kubelets are stopped (so none registers again),
+	// then their Node objects and the bootstrap token go, through the admin kubeconfig `join` kept.
+	var leaveErr error
+	if st.Join != nil {
+		leaveErr = leaveCluster(st, out)
+		did = true
+	}
+
 	// What the nodes' runc made for program containers (cri-fake/oci): after a kill -9 of cri-fake
 	// they still run; their cgroups, runc state and bundles go with them.
 	for _, nd := range nodeDirs(dir) {
@@ -142,6 +151,10 @@ func Down(dir string, out io.Writer) error {
 		did = true
 	}
 
+	if leaveErr != nil {
+		// Everything else is stopped and gone; the state stays so that another `down` retries this.
+		return leaveErr
+	}
 	if err := os.Remove(filepath.Join(dir, StateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -219,4 +232,30 @@ func mountsUnder(dir string) []string {
 		}
 	}
 	return out
+}
+
+// leaveCluster deletes a joining machine's Node objects and its bootstrap token from the cluster it
+// joined. Objects already gone are fine; a cluster that cannot be reached is an error that names what is
+// left, so a second `down` can try again (the state file stays until then).
+func leaveCluster(st *State, out io.Writer) error {
+	kc, err := readKubeconfig(st.Join.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("leaving the cluster: %w (%w)", errNotJoined, err)
+	}
+	var names []string
+	for _, n := range st.Nodes {
+		if _, err := send(kc.client, "DELETE", kc.server+"/api/v1/nodes/"+n.Name, nil, http.StatusNotFound); err != nil {
+			return fmt.Errorf("leaving the cluster: delete node %s: %w", n.Name, err)
+		}
+		names = append(names, n.Name)
+	}
+	if st.Join.TokenID != "" {
+		if _, err := send(kc.client, "DELETE", kc.server+"/api/v1/namespaces/kube-system/secrets/bootstrap-token-"+st.Join.TokenID, nil, http.StatusNotFound); err != nil {
+			return fmt.Errorf("leaving the cluster: delete the bootstrap token: %w", err)
+		}
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(out, "left the cluster %s: deleted node(s) %s and bootstrap token %s\n", kc.server, strings.Join(names, ", "), st.Join.TokenID)
+	}
+	return nil
 }
