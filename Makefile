@@ -191,7 +191,7 @@ CLUSTER_DIR ?= /var/lib/plugsim/cluster
 NODES       ?= 1
 
 # As root: the control plane and NODES kubelets on the fakes, each node in a network namespace of its own.
-cluster: deps build $(BIN)/portmap $(BIN)/crictl runc $(PROGRAM_DIR)/etcd kubelet control-plane sidecars ## start a cluster (NODES=1) in CLUSTER_DIR: etcd, API server, controllers, scheduler, kubelets on the fakes
+cluster: deps build $(BIN)/portmap $(BIN)/crictl runc $(PROGRAM_DIR)/etcd $(PROGRAM_DIR)/coredns kubelet control-plane sidecars ## start a cluster (NODES=1) in CLUSTER_DIR: etcd, API server, controllers, scheduler, kubelets on the fakes
 	$(BIN)/harness cluster up --nodes $(NODES) --dir $(CLUSTER_DIR)
 
 cluster-down: ## stop the cluster in CLUSTER_DIR and remove what it left (namespaces, mounts, processes)
@@ -254,19 +254,19 @@ ui-screenshots: deps build $(BIN)/portmap $(BIN)/crictl kubelet control-plane si
 e2e-kubelet: deps build tools kubelet ## a real kubelet v1.37.2 runs static pods on the fakes, in a throw-away netns (root)
 	$(GO) test -tags e2e $(E2E_FLAGS) ./examples/kubelet/
 
-e2e-cluster: deps build $(BIN)/portmap $(BIN)/crictl runc $(PROGRAM_DIR)/etcd kubelet control-plane sidecars ## a whole cluster on the fakes: harness cluster up, kubectl checks, down leaves nothing (root)
+e2e-cluster: deps build $(BIN)/portmap $(BIN)/crictl runc $(PROGRAM_DIR)/etcd $(PROGRAM_DIR)/coredns kubelet control-plane sidecars ## a whole cluster on the fakes: harness cluster up, kubectl checks, down leaves nothing (root)
 	$(GO) test -tags e2e $(E2E_FLAGS) ./harness/cluster/e2e/
 
 # The figures of harness/README.md's cluster section: up to Ready (1 and 3 nodes), memory per node, a
 # 100-replica Deployment to all Running (BenchmarkCluster; each sub-benchmark starts and stops a cluster
 # of its own), and issue 29's side-by-side table: plugsim's nodes beside kubemark's hollow nodes and
 # KWOK's on one control plane, given the same Deployments (BenchmarkClusterKinds).
-bench-cluster: deps build $(BIN)/portmap kubelet control-plane sidecars kubemark kwok ## time to a Ready cluster, memory per node, and plugsim beside kubemark and KWOK: pods/s, start-up p50/p90/p99, memory and CPU (root)
+bench-cluster: deps build $(BIN)/portmap runc $(PROGRAM_DIR)/coredns kubelet control-plane sidecars kubemark kwok ## time to a Ready cluster, memory per node, and plugsim beside kubemark and KWOK: pods/s, start-up p50/p90/p99, memory and CPU (root)
 	$(GO) test -tags e2e -run '^$$' -bench '^BenchmarkCluster(Kinds)?$$' -benchtime 1x -timeout 90m ./harness/cluster/e2e/
 
 # Not part of CI: steps the node count up (PLUGSIM_CLUSTER_SCALE_STEPS, default 8,...,128) until a step
 # fails or free memory would not hold it; its last line names the largest node count held Ready.
-cluster-scale: deps build $(BIN)/portmap kubelet control-plane sidecars ## the largest cluster this machine holds Ready (long; root)
+cluster-scale: deps build $(BIN)/portmap runc $(PROGRAM_DIR)/coredns kubelet control-plane sidecars ## the largest cluster this machine holds Ready (long; root)
 	PLUGSIM_CLUSTER_SCALE=1 $(GO) test -tags e2e -run '^$$' -bench '^BenchmarkClusterScale$$' -benchtime 1x -timeout 240m ./harness/cluster/e2e/
 
 bench: build tools ## benchmarks, each compared in the same run with its reference

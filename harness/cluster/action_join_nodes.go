@@ -31,6 +31,9 @@ func (joinNodes) Execute(c *actionContext) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
+		if err := atomicfile.Write(filepath.Join(nd, "resolv.conf"), nodeResolvConf(), 0o644); err != nil {
+			return err
+		}
 		if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), false, ""), 0o644); err != nil {
 			return err
 		}

@@ -53,6 +53,9 @@ func startNode(c *actionContext, i int) error {
 	if err := atomicfile.Write(filepath.Join(nd, "kubelet.kubeconfig"), kubeconfig(inside, c.ca.pem, "system:node:"+name, client), 0o600); err != nil {
 		return err
 	}
+	if err := atomicfile.Write(filepath.Join(nd, "resolv.conf"), nodeResolvConf(), 0o644); err != nil {
+		return err
+	}
 	cgroup := nodeCgroup(c.st.Prefix, name)
 	if err := makeNodeCgroup(cgroup); err != nil {
 		return err
@@ -202,14 +205,16 @@ healthzBindAddress: 127.0.0.1
 healthzPort: 10248
 containerRuntimeEndpoint: unix://%[1]s/cri.sock
 podLogsDir: %[1]s/logs
-%[4]sclusterDomain: cluster.local
+%[4]s# Pods resolve through CoreDNS behind kube-dns (action_clusterdns.go); dnsPolicy Default pods, CoreDNS
+# itself among them, get the node's resolv.conf, which names no server out of reach (nodeResolvConf).
+clusterDNS: [%[8]s]
+clusterDomain: %[9]s
+resolvConf: %[1]s/resolv.conf
 # A kubelet sends about nine requests a pod it starts (status, events, its token request); at its default
 # 50 a second (burst 100) 100 pods a node took seconds to be seen Ready after they ran. The API server
 # is the cluster's own, on this machine (harness/README.md, "Pod throughput").
 kubeAPIQPS: %[5]d
 kubeAPIBurst: %[6]d
-# No DNS server runs in the cluster, and the host's resolv.conf names servers out of reach.
-resolvConf: ""
 # The machine's disk and memory are shared by every node: the default thresholds (10%% disk free) would
 # put DiskPressure on all of them at once on a full disk.
 evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.available: "1%%"}
@@ -218,5 +223,5 @@ authentication:
   webhook: {enabled: true}
   x509: {clientCAFile: %[3]s}
 authorization: {mode: Webhook}
-`, nd, ip, caFile, tls, controlPlaneQPS, 2*controlPlaneQPS, cgroups)
+`, nd, ip, caFile, tls, controlPlaneQPS, 2*controlPlaneQPS, cgroups, dnsIP, dnsDomain)
 }

@@ -56,7 +56,10 @@ func upActions(o Options) []action {
 		list = append(list, kwokNodes{}) // action_kwok.go: Node objects KWOK's controller keeps Ready
 	}
 	if !o.EmptyCNI {
-		list = append(list, waitReady{}) // action_ready.go
+		list = append(list,
+			waitReady{},  // action_ready.go
+			clusterDNS{}, // action_clusterdns.go: kubeadm's CoreDNS add-on, kube-dns at the kubelets' clusterDNS
+		)
 	}
 	return list
 }
