@@ -155,6 +155,7 @@ What crosses machines and what does not: harness/README.md, "Nodes from other ma
 	nodes := fs.Int("nodes", 1, fmt.Sprintf("how many nodes (1 to %d)", cluster.MaxNodes))
 	binDir := fs.String("bin-dir", "", "directory holding kubelet, cri-fake, csi-fake, cni-fake, portmap (default $PLUGSIM_BIN, or beside the harness binary)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up (and stop everything) when the nodes are not Ready within this")
+	catalog := fs.String("image-catalog", "", "a cri-fake image catalog (YAML, see cri-fake/README.md) copied to DIR/image-catalog.yaml, which this machine's nodes' cri-fake reads at start over its built-in images")
 	extra := extraArgs{}
 	fs.Var(extra, "extra-args", "COMPONENT=ARG: an argument appended to kubelet's or cri-fake's command line (repeat it)")
 	if err := fs.Parse(args); err != nil {
@@ -180,7 +181,7 @@ What crosses machines and what does not: harness/README.md, "Nodes from other ma
 	defer stop()
 	start := time.Now()
 	if err := cluster.Join(cluster.JoinOptions{Context: ctx, Dir: abs, Kubeconfig: kc, Nodes: *nodes, Name: *name, Subnet: *subnet,
-		BinDir: bin, Relay: []string{exe, "cluster", "relay"}, ExtraArgs: extra, Out: os.Stdout, Timeout: *timeout}); err != nil {
+		BinDir: bin, Relay: []string{exe, "cluster", "relay"}, ExtraArgs: extra, ImageCatalog: *catalog, Out: os.Stdout, Timeout: *timeout}); err != nil {
 		return err
 	}
 	fmt.Printf("\n%d node(s) %s-node1… joined and Ready after %.1fs (kubectl --kubeconfig %s get nodes)\nLeave with: harness cluster down --dir %s\n",

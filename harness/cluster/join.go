@@ -28,9 +28,11 @@ type JoinOptions struct {
 	BinDir    string // kubelet, cri-fake, csi-fake, cni-fake, portmap
 	Relay     []string
 	ExtraArgs map[string][]string // as Options.ExtraArgs: kubelet, cri-fake
-	Out       io.Writer
-	Timeout   time.Duration // 0 means 5 minutes
-	Context   context.Context
+	// ImageCatalog is as Options.ImageCatalog, for this machine's nodes.
+	ImageCatalog string
+	Out          io.Writer
+	Timeout      time.Duration // 0 means 5 minutes
+	Context      context.Context
 }
 
 // joinRequired lists the binaries `join` runs and the make target that builds each.
@@ -93,7 +95,7 @@ func Join(o JoinOptions) (err error) {
 	if err := prepareDir(o.Dir); err != nil {
 		return err
 	}
-	uo := Options{Dir: o.Dir, Nodes: o.Nodes, BinDir: o.BinDir, Relay: o.Relay, ExtraArgs: o.ExtraArgs, Out: o.Out, Timeout: o.Timeout, Context: o.Context}
+	uo := Options{Dir: o.Dir, Nodes: o.Nodes, BinDir: o.BinDir, Relay: o.Relay, ExtraArgs: o.ExtraArgs, ImageCatalog: o.ImageCatalog, Out: o.Out, Timeout: o.Timeout, Context: o.Context}
 	c := &actionContext{o: uo, st: &State{Dir: o.Dir, Prefix: PrefixFor(o.Dir)}, start: time.Now(), exited: make(chan string, 64),
 		join: &joinContext{name: o.Name, subnet: o.Subnet, kubeconfig: o.Kubeconfig}}
 	if err := c.st.save(); err != nil {
@@ -107,6 +109,7 @@ func joinActions() []action {
 	return []action{
 		reachCluster{},   // action_join_cluster.go: the admin kubeconfig, the cluster's CA and Service address
 		bootstrapToken{}, // action_join_bootstrap.go: a bootstrap token and the RBAC kubeadm's node TLS bootstrap uses
+		imageCatalog{},   // action_catalog.go: DIR/image-catalog.yaml, which every node's cri-fake here reads
 		joinNetwork{},    // action_join_network.go: this machine's hub namespace and bridge
 		joinNodes{},      // action_join_nodes.go: per node a namespace, cri-fake and the ephemeral CSI driver
 		joinRelay{},      // action_join_relay.go: the API server's address inside every node, carried to the real one
