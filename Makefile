@@ -333,7 +333,7 @@ FUZZ_TARGETS := \
 	cri-fake/network:FuzzCNIResult cri-fake/network:FuzzCachedResult cri-fake/network:FuzzConfFile \
 	cri-fake/network:FuzzCapabilityArgs cri-fake/network:FuzzPodCIDRs \
 	cri-fake/process/shell:FuzzShellParse cri-fake/process:FuzzShell cri-fake/process:FuzzIPCTools internal/mountinfo:FuzzParse \
-	cri-fake/process/agnhost:FuzzReviews cri-fake/process/netapplets:FuzzDNSAnswer \
+	cri-fake/process/agnhost:FuzzReviews cri-fake/process/netapplets:FuzzDNSAnswer cri-fake/process/awk:FuzzAwk \
 	cri-fake/images:FuzzParseReference cri-fake/images:FuzzParseCatalog \
 	cri-fake/process/seccomp:FuzzSeccompProfile cri-fake/store:FuzzLoad cri-fake/server:FuzzCRI cri-fake/server:FuzzStateDir \
 	csi-fake/state:FuzzOpen csi-fake/server:FuzzCSI csi-fake/server:FuzzStateDir \
