@@ -102,6 +102,8 @@ handler: plugsim-gvisor
 
 	// Issue 26: program images run under the real runc (programs_e2e_test.go; uses RuntimeClass gvisor).
 	t.Run("program-containers", c.programContainers)
+	// ... and the aggregated-API conformance spec's sample-apiserver and etcd, in one pod.
+	t.Run("aggregated-api", c.aggregatedAPI)
 
 	// Check 3: the columns of `kubectl get csidriver`, for both drivers `up` applies.
 	t.Run("csidriver", func(t *testing.T) {
