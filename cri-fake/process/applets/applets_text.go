@@ -318,12 +318,9 @@ func appletGrep(p *kernel.Proc) int {
 		if f == "-" {
 			name = "(standard input)"
 		}
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64*1024), kernel.MaxHeldBytes)
 		mem := p.Held() // the line buffer, charged as a long line grows it
 		defer mem.Release()
-		mem.Grow(64 * 1024)
-		sc.Split(mem.Split(bufio.ScanLines))
+		sc := mem.Lines(r)
 		n, lineNo := 0, 0
 		for sc.Scan() {
 			if p.Step() != nil {
@@ -871,12 +868,9 @@ func appletCut(p *kernel.Proc) int {
 			st = 1
 			continue
 		}
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 0, 64<<10), kernel.MaxHeldBytes)
 		mem := p.Held() // the line buffer, charged as a long line grows it
 		defer mem.Release()
-		mem.Grow(64 << 10)
-		sc.Split(mem.Split(bufio.ScanLines))
+		sc := mem.Lines(r)
 		for lineNo := 0; sc.Scan() && p.Step() == nil; lineNo++ {
 			line := sc.Text()
 			switch {

@@ -95,12 +95,9 @@ type awkRun struct {
 
 // lines feeds every line of r through the main rules; false when the process was stopped.
 func (a *awkRun) lines(p *kernel.Proc, r io.Reader, split func(string) []string) bool {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), kernel.MaxHeldBytes)
 	mem := p.Held() // the line buffer, charged as a long line grows it
 	defer mem.Release()
-	mem.Grow(64 << 10)
-	sc.Split(mem.Split(bufio.ScanLines))
+	sc := mem.Lines(r)
 	for sc.Scan() {
 		if p.Step() != nil {
 			return false

@@ -323,6 +323,16 @@ func (h *Held) ReadFile(name string) ([]byte, error) {
 	return h.ReadAll(rc)
 }
 
+// Lines is a line scanner over r (grep's, cut's, awk's) whose buffer is held here: 64 KiB to start,
+// charged at once, growing with a longer line up to MaxHeldBytes. Release h when done.
+func (h *Held) Lines(r io.Reader) *bufio.Scanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxHeldBytes)
+	h.Grow(64 << 10)
+	sc.Split(h.Split(bufio.ScanLines))
+	return sc
+}
+
 // Split wraps a bufio.Scanner's split function so the scanner's buffer is charged as it grows:
 // the buffer holds at least the data the scanner hands split (a line longer than what was read
 // so far), and doubles, so the charge follows that data to the next power of two.

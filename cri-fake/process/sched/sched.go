@@ -90,6 +90,12 @@ type Group struct {
 	periodStart int64
 	used        int64 // ns held in the current period
 	throttledAt int64 // periodStart of the last period it was throttled in (0: none)
+	// vtime is the CPU time its threads held, the key the next container is picked by (least
+	// first, as CFS picks by vruntime); a container that was idle comes back no further behind
+	// than the least of those waiting, so sleeping earns it no burst. Picking by queue position
+	// instead favoured a container whose thread was preempted while not stepping (its place
+	// was lost until it stepped): one thread against twenty got a fifth of the CPU, not half.
+	vtime int64
 
 	usage     atomic.Int64 // ns its threads held CPUs (cpuacct usage)
 	throttled atomic.Int64 // periods it was throttled in (cpu.stat nr_throttled)
@@ -198,11 +204,14 @@ func (th *Thread) acquire(ctx context.Context) error {
 			} else {
 				th.g.woken = append(th.g.woken, th)
 			}
-			wasRunning = false // preempted before it ran: it waits as a woken one
 			if !th.g.queued {
+				if !wasRunning {
+					th.g.vtime = max(th.g.vtime, s.leastVtimeLocked(th.g.vtime))
+				}
 				th.g.queued = true
 				s.queue = append(s.queue, th.g)
 			}
+			wasRunning = false // preempted before it ran: it waits as a woken one
 		}
 		s.dispatchLocked(now)
 		if th.granted.Load() != 0 {
@@ -247,6 +256,7 @@ func (th *Thread) releaseLocked(now int64) {
 	held := min(now-g, int64(Quantum))
 	th.g.usage.Add(held)
 	th.g.used += held
+	th.g.vtime += held
 	th.g.s.holders[th.slot] = nil
 	th.granted.Store(0)
 	th.running = false
@@ -340,14 +350,30 @@ func (s *Scheduler) dispatchLocked(now int64) {
 	}
 }
 
-// nextGroupLocked is the first queued container not throttled by its quota.
+// nextGroupLocked is the queued container not throttled by its quota that held CPUs least
+// (vtime), the first queued of equals.
 func (s *Scheduler) nextGroupLocked(now int64) *Group {
+	var next *Group
 	for _, g := range s.queue {
-		if g.runnableLocked(now) {
-			return g
+		if g.runnableLocked(now) && (next == nil || g.vtime < next.vtime) {
+			next = g
 		}
 	}
-	return nil
+	return next
+}
+
+// leastVtimeLocked is the least vtime of the queued containers, or def when none is queued.
+func (s *Scheduler) leastVtimeLocked(def int64) int64 {
+	least, any := int64(0), false
+	for _, g := range s.queue {
+		if !any || g.vtime < least {
+			least, any = g.vtime, true
+		}
+	}
+	if !any {
+		return def
+	}
+	return least
 }
 
 // armLocked sets the timer for the next time dispatching may grant a CPU without anyone
