@@ -9,6 +9,8 @@ SIDECARS := harness/tools/sidecars
 KUBE    := harness/tools/kube
 ETCD    := harness/tools/etcd
 CONFORMANCE := harness/tools/conformance
+HELM    := harness/tools/helm
+GATEWAY_API := harness/tools/gateway-api
 KUBE_VERSION := v1.37.2
 # Packages that need root (network namespaces, iptables, mounts) skip with a message when not root.
 TEST_FLAGS ?= -race -count=1 -timeout 15m
@@ -19,7 +21,7 @@ TOOL_BINS  := crictl critest csi-sanity cnitool portmap host-local bridge noop
 # The real CSI sidecars a cluster runs against csi-fake, pinned in harness/tools/sidecars/go.mod.
 SIDECAR_BINS := csi-provisioner csi-attacher csi-resizer csi-snapshotter snapshot-controller
 
-.PHONY: help build tools kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet e2e-ui ui-screenshots bench demo clean fuzz fuzz-smoke soak conformance-tools conformance
+.PHONY: help build tools helm gateway-api-crds kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet e2e-ui ui-screenshots bench demo clean fuzz fuzz-smoke soak conformance-tools conformance
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z0-9-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -74,6 +76,26 @@ $(BIN)/snapshot-crds/.stamp: $(SIDECARS)/go.mod $(SIDECARS)/go.sum
 		test -n "$$dir" && for g in snapshot groupsnapshot; do for k in $${g}classes $${g}contents $${g}s; do \
 			install -m 0644 "$$dir/config/crd/$$g.storage.k8s.io_volume$$k.yaml" $(BIN)/snapshot-crds/ || exit 1; \
 		done; done
+	@touch $@
+
+# Helm v4.3.2 (harness/tools/helm), built as Helm's own Makefile builds it: static, -trimpath, the
+# version where its release puts it (helm version prints it).
+helm: $(BIN)/helm ## build Helm v4.3.2 into bin/helm
+
+$(BIN)/helm: $(HELM)/go.mod $(HELM)/go.sum
+	@mkdir -p $(BIN)
+	cd $(HELM) && ver=$$($(GO) list -m -f '{{.Version}}' helm.sh/helm/v4) && \
+		CGO_ENABLED=0 $(GO) build -trimpath -o $@ -ldflags "-w -s -X helm.sh/helm/v4/internal/version.version=$$ver" helm.sh/helm/v4/cmd/helm
+
+# The Gateway API CRDs of the pinned sigs.k8s.io/gateway-api (harness/tools/gateway-api): the module's
+# config/crd, copied from the module cache (the repository carries no copy), for `kubectl kustomize
+# bin/gateway-api/crd` and `kubectl apply -k bin/gateway-api/crd` (examples/addons/kustomize.md).
+gateway-api-crds: $(BIN)/gateway-api/crd/.stamp ## copy the Gateway API v1.6.3 CRDs' kustomization (config/crd) into bin/gateway-api/crd
+
+$(BIN)/gateway-api/crd/.stamp: $(GATEWAY_API)/go.mod $(GATEWAY_API)/go.sum
+	dir=$$(cd $(GATEWAY_API) && $(GO) mod download -json sigs.k8s.io/gateway-api | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p') && \
+		test -n "$$dir" && rm -rf $(BIN)/gateway-api/crd && mkdir -p $(BIN)/gateway-api && \
+		cp -R "$$dir/config/crd" $(BIN)/gateway-api/crd && chmod -R u+w,go-w $(BIN)/gateway-api/crd
 	@touch $@
 
 # Without these the components report v0.0.0-master, and a kubelet newer than its API server by that is refused.
