@@ -20,17 +20,19 @@ import (
 
 func cmdCluster(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: harness cluster up|down [flags] (harness cluster up --help)")
+		return errors.New("usage: harness cluster up|down|restart-kubelet [flags] (harness cluster up --help)")
 	}
 	switch args[0] {
 	case "up":
 		return cmdClusterUp(args[1:])
 	case "down":
 		return cmdClusterDown(args[1:])
+	case "restart-kubelet":
+		return cmdClusterRestartKubelet(args[1:])
 	case "relay":
 		return cmdClusterRelay(args[1:])
 	}
-	return fmt.Errorf("unknown cluster command %q: up or down", args[0])
+	return fmt.Errorf("unknown cluster command %q: up, down or restart-kubelet", args[0])
 }
 
 func cmdClusterUp(args []string) error {
@@ -54,6 +56,12 @@ node's fakes (see 'harness ui --help') until interrupted; the cluster stays up.
 	binDir := fs.String("bin-dir", "", "directory holding etcd, kube, kubectl, kubelet, cri-fake, csi-fake, cni-fake, portmap (default $PLUGSIM_BIN, or beside the harness binary)")
 	emptyCNI := fs.Bool("empty-cni", false, "start the nodes with an empty CNI conf dir: NotReady (cni plugin not initialized) until DIR/nodes/NODE/cni/plugsim.conflist is copied into DIR/nodes/NODE/cni/net.d")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up (and stop everything) when the cluster is not up within this")
+	serving := fs.String("kubelet-serving-certs", cluster.ServingSelfSigned, fmt.Sprintf(`where each kubelet's serving certificate (port 10250) comes from:
+%s: each kubelet makes its own for its host name, no IP SAN (kubeadm's default; a client checking it by
+  the node's address fails with "x509: ... doesn't contain any IP SANs"; the API server does not check it);
+%s: serverTLSBootstrap: true, a CSR per kubelet, Pending until 'kubectl certificate approve', then
+  signed by the cluster's CA (no certificate served until then);
+%s: up writes each kubelet one signed by the cluster's CA, with the node's address`, cluster.ServingSelfSigned, cluster.ServingBootstrap, cluster.ServingClusterCA))
 	uiAddr, allowRemote := uiFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -85,7 +93,7 @@ node's fakes (see 'harness ui --help') until interrupted; the cluster stays up.
 	defer stop()
 	start := time.Now()
 	if err := cluster.Up(cluster.Options{Context: ctx, Dir: abs, Nodes: *nodes, BinDir: bin, Port: *port, EmptyCNI: *emptyCNI,
-		Relay: []string{exe, "cluster", "relay"}, Out: os.Stdout, Timeout: *timeout}); err != nil {
+		KubeletServingCerts: *serving, Relay: []string{exe, "cluster", "relay"}, Out: os.Stdout, Timeout: *timeout}); err != nil {
 		return err
 	}
 	st, err := cluster.ReadState(abs)
@@ -105,10 +113,12 @@ node's fakes (see 'harness ui --help') until interrupted; the cluster stays up.
   KUBECTL logs web;  KUBECTL exec web -- ls /;  KUBECTL port-forward pod/web 8080:80
   KUBECTL apply -f examples/csi/pvc-pod.yaml && KUBECTL get pvc,pv,volumeattachments
   CRICTL --runtime-endpoint unix://DIR/nodes/node1/cri.sock version    (and: info, pods, ps)
+SERVING
 Each node's files (kubelet config and logs, cri-fake and csi-fake traces) are in DIR/nodes/NODE, the
 components' logs in DIR/logs; harness trace --cluster DIR --drop-polls --since 5m draws what crossed each boundary.
 Stop it with: harness cluster down --dir DIR
 `)
+	try = strings.Replace(try, "SERVING\n", servingHint(*serving, kubectl), 1)
 	fmt.Printf("\ncluster up in %s: %d node(s) %s after %.1fs; API server on https://127.0.0.1:%d (relay)\n%s",
 		abs, *nodes, ready, time.Since(start).Seconds(), st.Port, try)
 	if uiListener == nil {
@@ -139,6 +149,41 @@ Logs and certificates stay in DIR. A second 'down' does nothing.
 		return err
 	}
 	return cluster.Down(abs, os.Stdout)
+}
+
+// servingHint is what `up` tells about the kubelets' serving certificates when they need a step.
+func servingHint(mode, kubectl string) string {
+	if mode != cluster.ServingBootstrap {
+		return ""
+	}
+	return "  " + kubectl + " get csr    (each kubelet's serving certificate waits for: " + kubectl + " certificate approve NAME)\n"
+}
+
+func cmdClusterRestartKubelet(args []string) error {
+	fs := newFlags("cluster restart-kubelet", "[--dir DIR] NODE...", `Stops the kubelet of each named node and starts it again with DIR/nodes/NODE/kubelet.yaml, as
+'systemctl restart kubelet' does on a kubeadm node after /var/lib/kubelet/config.yaml was edited. The
+pods keep running; the new kubelet finds them again. For example, to move node1 to a serving certificate
+the cluster's CA signs (the source note's cure for metrics-server's "doesn't contain any IP SANs"):
+  echo 'serverTLSBootstrap: true' >> DIR/nodes/node1/kubelet.yaml
+  harness cluster restart-kubelet --dir DIR node1
+  kubectl get csr;  kubectl certificate approve CSR-NAME
+It returns once each new kubelet answers its /healthz.
+`)
+	dir := fs.String("dir", "/tmp/plugsim-cluster", "the directory given to 'harness cluster up'")
+	binDir := fs.String("bin-dir", "", "directory holding kubelet (default $PLUGSIM_BIN, or beside the harness binary)")
+	timeout := fs.Duration("timeout", 2*time.Minute, "give up when a kubelet does not answer /healthz within this")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	bin, err := toolDir(*binDir)
+	if err != nil {
+		return err
+	}
+	return cluster.RestartKubelet(abs, bin, fs.Args(), os.Stdout, *timeout)
 }
 
 // cmdClusterRelay is the relay process `up` starts (not for users): it serves the listening socket it

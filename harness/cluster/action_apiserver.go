@@ -24,7 +24,6 @@ func (apiServer) Execute(c *actionContext) error {
 		// ServiceAccount is on by default; NodeRestriction keeps each kubelet to its own Node and pods.
 		"--enable-admission-plugins", "NodeRestriction",
 		"--kubelet-client-certificate", pki("apiserver-kubelet-client.crt"), "--kubelet-client-key", pki("apiserver-kubelet-client.key"),
-		"--kubelet-certificate-authority", pki("ca.crt"),
 		"--kubelet-preferred-address-types", "InternalIP",
 		"--allow-privileged=true",
 		"--requestheader-client-ca-file", pki("front-proxy-ca.crt"), "--requestheader-allowed-names", "front-proxy-client",
@@ -33,6 +32,12 @@ func (apiServer) Execute(c *actionContext) error {
 		"--proxy-client-cert-file", pki("front-proxy-client.crt"), "--proxy-client-key-file", pki("front-proxy-client.key"),
 		"--cert-dir", c.path("pki", "apiserver-generated"),
 		"--profiling=false",
+	}
+	if apiServerChecksKubelets(c.o.KubeletServingCerts) {
+		// Only when the cluster's CA signs the kubelets' serving certificates: kubeadm leaves it out, and
+		// the API server then does not check them (a self-signed one would fail every logs, exec and
+		// port-forward).
+		apiArgs = append(apiArgs, "--kubelet-certificate-authority", pki("ca.crt"))
 	}
 	if _, err := c.startProc("kube-apiserver", c.cpNS, c.bin("kube"), apiArgs); err != nil {
 		return err

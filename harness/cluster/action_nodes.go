@@ -69,18 +69,20 @@ func startNode(c *actionContext, i int) error {
 	if err != nil {
 		return err
 	}
-	serving, err := c.ca.issue(certSpec{cn: name, dns: []string{name}, ips: ips(ip), server: true})
-	if err != nil {
-		return err
-	}
-	if err := serving.write(nd, "kubelet-serving"); err != nil {
-		return err
+	if c.o.KubeletServingCerts == ServingClusterCA {
+		serving, err := c.ca.issue(certSpec{cn: name, dns: []string{name}, ips: ips(ip), server: true})
+		if err != nil {
+			return err
+		}
+		if err := serving.write(nd, "kubelet-serving"); err != nil {
+			return err
+		}
 	}
 	inside := fmt.Sprintf("https://%s:%d", cpAddr, apiPort)
 	if err := os.WriteFile(filepath.Join(nd, "kubelet.kubeconfig"), kubeconfig(inside, c.ca.pem, "system:node:"+name, client), 0o600); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt")), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), c.o.KubeletServingCerts), 0o644); err != nil {
 		return err
 	}
 
@@ -101,10 +103,21 @@ func startNode(c *actionContext, i int) error {
 	}); err != nil {
 		return err
 	}
-	_, err = c.startProc(name+"-kubelet", netns, c.bin("kubelet"), []string{
+	return startKubelet(c, i)
+}
+
+// startKubelet starts node i's kubelet in its namespace with the node's configuration file (`up`, and
+// `harness cluster restart-kubelet` after that file was edited).
+func startKubelet(c *actionContext, i int) error {
+	name, ip := nodeName(i), nodeIP(i)
+	nd := c.path("nodes", name)
+	_, err := c.startProc(name+"-kubelet", fmt.Sprintf("%s-%s", c.st.Prefix, name), c.bin("kubelet"), []string{
 		"--config", filepath.Join(nd, "kubelet.yaml"),
 		"--kubeconfig", filepath.Join(nd, "kubelet.kubeconfig"),
 		"--root-dir", filepath.Join(nd, "kubelet"),
+		// Where a kubeadm node keeps them (/var/lib/kubelet/pki): the certificate the kubelet makes
+		// itself (self-signed) or the one its CSR brought (serverTLSBootstrap).
+		"--cert-dir", filepath.Join(nd, "kubelet", "pki"),
 		"--hostname-override", name,
 		// Without it the kubelet resolves its host name through DNS (no server in reach: 10 s a lookup).
 		"--node-ip", ip,
@@ -113,9 +126,10 @@ func startNode(c *actionContext, i int) error {
 }
 
 // kubeletConfig is a node's KubeletConfiguration: the standalone suite's settings for this machine (no
-// cgroup hierarchy of its own, cgroupfs), serving on the node's address with the cluster's certificates,
-// and checking callers against the API server (webhook authentication and authorisation).
-func kubeletConfig(nd, ip, caFile string) []byte {
+// cgroup hierarchy of its own, cgroupfs), serving on the node's address with the serving certificate
+// the mode says (serving.go), and checking callers against the API server (webhook authentication and
+// authorisation).
+func kubeletConfig(nd, ip, caFile, serving string) []byte {
 	return fmt.Appendf(nil, `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failSwapOn: false
@@ -130,9 +144,7 @@ healthzBindAddress: 127.0.0.1
 healthzPort: 10248
 containerRuntimeEndpoint: unix://%[1]s/cri.sock
 podLogsDir: %[1]s/logs
-tlsCertFile: %[1]s/kubelet-serving.crt
-tlsPrivateKeyFile: %[1]s/kubelet-serving.key
-clusterDomain: cluster.local
+%[4]sclusterDomain: cluster.local
 # No DNS server runs in the cluster, and the host's resolv.conf names servers out of reach.
 resolvConf: ""
 # The machine's disk and memory are shared by every node: the default thresholds (10%% disk free) would
@@ -143,5 +155,5 @@ authentication:
   webhook: {enabled: true}
   x509: {clientCAFile: %[3]s}
 authorization: {mode: Webhook}
-`, nd, ip, caFile)
+`, nd, ip, caFile, servingKubeletConfig(serving, nd))
 }

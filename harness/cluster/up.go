@@ -21,6 +21,9 @@ type Options struct {
 	// ("cni plugin not initialized") until a conflist is put there (each node's cni/plugsim.conflist is the
 	// one `up` would have put). `up` then waits for registration only.
 	EmptyCNI bool
+	// KubeletServingCerts says where each kubelet's serving certificate (port 10250) comes from; ""
+	// means ServingSelfSigned, kubeadm's default. See ServingSelfSigned, ServingBootstrap, ServingClusterCA.
+	KubeletServingCerts string
 	// Relay is the command that runs the relay: the harness binary and its arguments before the relay's
 	// own flags (for `harness cluster relay`: [harness, cluster, relay]).
 	Relay   []string
@@ -61,6 +64,13 @@ func Up(o Options) (err error) {
 	// ephemeral-only driver (kubelet/plugins/<driver>/csi.sock is 9 bytes shorter).
 	if deepest := filepath.Join(o.Dir, "nodes", nodeName(o.Nodes), "kubelet/plugins_registry", ephemeralDriver+"-reg.sock"); len(deepest) > 107 {
 		return fmt.Errorf("--dir %s is too long: the socket %s would pass the 107-byte limit of a unix socket path", o.Dir, deepest)
+	}
+	switch o.KubeletServingCerts {
+	case "":
+		o.KubeletServingCerts = ServingSelfSigned
+	case ServingSelfSigned, ServingBootstrap, ServingClusterCA:
+	default:
+		return fmt.Errorf("--kubelet-serving-certs %q: one of %s, %s, %s", o.KubeletServingCerts, ServingSelfSigned, ServingBootstrap, ServingClusterCA)
 	}
 	if err := checkInotify(o.Nodes); err != nil {
 		return err
