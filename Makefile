@@ -11,6 +11,8 @@ ETCD    := harness/tools/etcd
 CONFORMANCE := harness/tools/conformance
 HELM    := harness/tools/helm
 GATEWAY_API := harness/tools/gateway-api
+RUNC    := harness/tools/runc
+PROGRAMS := harness/tools/programs
 KUBE_VERSION := v1.37.2
 # Packages that need root (network namespaces, iptables, mounts) skip with a message when not root.
 TEST_FLAGS ?= -race -count=1 -timeout 15m
@@ -21,16 +23,17 @@ TOOL_BINS  := crictl critest csi-sanity cnitool portmap host-local bridge noop
 # The real CSI sidecars a cluster runs against csi-fake, pinned in harness/tools/sidecars/go.mod.
 SIDECAR_BINS := csi-provisioner csi-attacher csi-resizer csi-snapshotter snapshot-controller
 
-.PHONY: help build tools helm gateway-api-crds kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet e2e-ui ui-screenshots bench demo clean fuzz fuzz-smoke soak conformance-tools conformance
+.PHONY: help build tools helm gateway-api-crds runc programs kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet e2e-ui ui-screenshots bench demo clean fuzz fuzz-smoke soak conformance-tools conformance
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z0-9-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build bin/cri-fake, bin/cni-fake, bin/csi-fake and bin/harness
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cri-fake ./csi-fake ./harness
+	$(GO) build -o $(BIN)/ ./cri-fake ./harness
 	@# cni-fake is exec'd once per CNI call: without cgo it skips the dynamic loader (about 1 ms an exec).
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/cni-fake ./cni-fake
+	@# csi-fake is also a program image's binary (cri-fake/oci), run in a root without libc: static.
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cni-fake ./csi-fake
 
 # The real clients, pinned in harness/tools/go.mod; each is rebuilt only when that module changes.
 tools: $(addprefix $(BIN)/,$(TOOL_BINS)) ## build the pinned real clients: crictl, critest, csi-sanity, cnitool, portmap, host-local, bridge, noop
@@ -42,6 +45,56 @@ $(BIN)/critest: $(TOOLS)/go.mod $(TOOLS)/go.sum
 $(BIN)/crictl $(BIN)/csi-sanity $(BIN)/cnitool $(BIN)/portmap $(BIN)/host-local $(BIN)/bridge $(BIN)/noop: $(TOOLS)/go.mod $(TOOLS)/go.sum
 	@mkdir -p $(BIN)
 	cd $(TOOLS) && $(GO) build -o $@ $$($(GO) list -f '{{.ImportPath}}' tool | grep -E '/$(notdir $@)$$')
+
+# runc v1.5.3, the low-level runtime of program containers (cri-fake/oci). cgo for its nsenter (C), the
+# seccomp tag for its seccomp filters (libseccomp-dev, from `make deps`); the version where runc's own
+# Makefile puts it (-X main.version, from its VERSION file).
+runc: $(BIN)/runc ## build runc v1.5.3 (with seccomp, libseccomp-dev) for cri-fake's program containers
+
+$(BIN)/runc: $(RUNC)/go.mod $(RUNC)/go.sum
+	@mkdir -p $(BIN)
+	cd $(RUNC) && ver=$$($(GO) list -m -f '{{.Version}}' github.com/opencontainers/runc) && \
+		CGO_ENABLED=1 $(GO) build -trimpath -tags "seccomp urfave_cli_no_docs" -o $@ \
+		-ldflags "-X main.version=$${ver#v} -X main.gitCommit=$$ver" github.com/opencontainers/runc
+
+# The programs of cri-fake's program images (images.Program), in bin/programs (cri-fake's default
+# --program-dir: beside its runc), each static (CGO_ENABLED=0: their roots hold no libc) with the version
+# where the upstream build puts it: CoreDNS, metrics-server and sample-apiserver from their pinned modules in
+# harness/tools/programs, the CSI sidecars again from harness/tools/sidecars (bin/'s own are built with cgo,
+# which shares the compiled Kubernetes packages with the kubelet and the control plane; a static build
+# cannot), and links to bin/etcd and bin/csi-fake, which are static already. Only the suites that run a
+# program depend on it: e2e-cluster on etcd, conformance on sample-apiserver and etcd.
+PROGRAM_DIR  := $(BIN)/programs
+PROGRAM_BINS := coredns metrics-server sample-apiserver etcd csi-fake $(SIDECAR_BINS)
+programs: $(addprefix $(PROGRAM_DIR)/,$(PROGRAM_BINS)) ## build the programs of the program images into bin/programs (static): CoreDNS v1.15.0, metrics-server v0.8.0, sample-apiserver v0.37.2, the CSI sidecars, etcd, csi-fake
+
+$(PROGRAM_DIR)/etcd: $(BIN)/etcd
+	@mkdir -p $(PROGRAM_DIR)
+	ln -f $< $@
+
+$(PROGRAM_DIR)/csi-fake: build
+	@mkdir -p $(PROGRAM_DIR)
+	ln -f $(BIN)/csi-fake $@
+
+$(PROGRAM_DIR)/coredns: $(PROGRAMS)/coredns/go.mod $(PROGRAMS)/coredns/go.sum
+	@mkdir -p $(PROGRAM_DIR)
+	cd $(PROGRAMS)/coredns && CGO_ENABLED=0 $(GO) build -o $@ \
+		-ldflags "-X github.com/coredns/coredns/coremain.GitCommit=$$($(GO) list -m -f '{{.Version}}' github.com/coredns/coredns)" github.com/coredns/coredns
+
+$(PROGRAM_DIR)/metrics-server: $(PROGRAMS)/metrics-server/go.mod $(PROGRAMS)/metrics-server/go.sum
+	@mkdir -p $(PROGRAM_DIR)
+	cd $(PROGRAMS)/metrics-server && CGO_ENABLED=0 $(GO) build -o $@ \
+		-ldflags "-X k8s.io/client-go/pkg/version.gitVersion=$$($(GO) list -m -f '{{.Version}}' sigs.k8s.io/metrics-server)" sigs.k8s.io/metrics-server/cmd/metrics-server
+
+$(PROGRAM_DIR)/sample-apiserver: $(PROGRAMS)/sample-apiserver/go.mod $(PROGRAMS)/sample-apiserver/go.sum
+	@mkdir -p $(PROGRAM_DIR)
+	cd $(PROGRAMS)/sample-apiserver && CGO_ENABLED=0 $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/sample-apiserver
+
+$(addprefix $(PROGRAM_DIR)/,$(SIDECAR_BINS)): $(SIDECARS)/go.mod $(SIDECARS)/go.sum
+	@mkdir -p $(PROGRAM_DIR)
+	cd $(SIDECARS) && pkg=$$($(GO) list -f '{{.ImportPath}}' tool | grep -E '/cmd/$(notdir $@)$$') && \
+		ver=$$($(GO) list -f '{{.Module.Version}}' $$pkg) && \
+		CGO_ENABLED=0 $(GO) build -o $@ -ldflags "-X main.version=$$ver" $$pkg
 
 kubelet: $(BIN)/kubelet ## build kubelet v1.37.2 (takes minutes; only the kubelet end-to-end suite needs it)
 
@@ -115,25 +168,27 @@ $(BIN)/kube: $(KUBE)/go.mod $(KUBE)/go.sum $(KUBE)/main.go
 $(BIN)/kubectl: $(BIN)/kube
 	ln -sf kube $@
 
+# Static: it is also the binary of the etcd program image (registry.k8s.io/etcd in cri-fake's catalog).
 $(BIN)/etcd: $(ETCD)/go.mod $(ETCD)/go.sum $(ETCD)/main.go
 	@mkdir -p $(BIN)
-	cd $(ETCD) && $(GO) build -o $@ .
+	cd $(ETCD) && CGO_ENABLED=0 $(GO) build -o $@ .
 
 CLUSTER_DIR ?= /tmp/plugsim-cluster
 NODES       ?= 1
 
 # As root: the control plane and NODES kubelets on the fakes, each node in a network namespace of its own.
-cluster: deps build $(BIN)/portmap $(BIN)/crictl kubelet control-plane sidecars ## start a cluster (NODES=1) in CLUSTER_DIR: etcd, API server, controllers, scheduler, kubelets on the fakes
+cluster: deps build $(BIN)/portmap $(BIN)/crictl runc $(PROGRAM_DIR)/etcd kubelet control-plane sidecars ## start a cluster (NODES=1) in CLUSTER_DIR: etcd, API server, controllers, scheduler, kubelets on the fakes
 	$(BIN)/harness cluster up --nodes $(NODES) --dir $(CLUSTER_DIR)
 
 cluster-down: ## stop the cluster in CLUSTER_DIR and remove what it left (namespaces, mounts, processes)
 	$(BIN)/harness cluster down --dir $(CLUSTER_DIR)
 
-deps: ## install what the kernel-touching tests need (iptables, iproute2) and the browser tests' Chromium, when root
+deps: ## install what the kernel-touching tests need (iptables, iproute2), runc's libseccomp-dev and the browser tests' Chromium, when root
 	@missing=""; \
 	for c in iptables:iptables ip:iproute2 nsenter:util-linux unshare:util-linux chromium:chromium; do \
 		command -v $${c%%:*} >/dev/null 2>&1 || missing="$$missing $${c#*:}"; \
 	done; \
+	test -f /usr/include/seccomp.h || missing="$$missing libseccomp-dev"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		echo "deps: installing$$missing"; \
@@ -154,7 +209,7 @@ vet:
 	$(GO) vet ./...
 	cd $(CLIENTS) && $(GO) vet ./...
 
-test: deps build tools fmt-check vet ## gofmt check, go vet, and go test -race ./... here and in examples/clients (root-only tests skip when not root)
+test: deps build tools runc fmt-check vet ## gofmt check, go vet, and go test -race ./... here and in examples/clients (root-only tests skip when not root)
 	$(GO) test $(TEST_FLAGS) ./...
 	cd $(CLIENTS) && $(GO) test $(TEST_FLAGS) ./...
 
@@ -185,7 +240,7 @@ ui-screenshots: deps build $(BIN)/portmap $(BIN)/crictl kubelet control-plane si
 e2e-kubelet: deps build tools kubelet ## a real kubelet v1.37.2 runs static pods on the fakes, in a throw-away netns (root)
 	$(GO) test -tags e2e $(E2E_FLAGS) ./examples/kubelet/
 
-e2e-cluster: deps build $(BIN)/portmap $(BIN)/crictl kubelet control-plane sidecars ## a whole cluster on the fakes: harness cluster up, kubectl checks, down leaves nothing (root)
+e2e-cluster: deps build $(BIN)/portmap $(BIN)/crictl runc $(PROGRAM_DIR)/etcd kubelet control-plane sidecars ## a whole cluster on the fakes: harness cluster up, kubectl checks, down leaves nothing (root)
 	$(GO) test -tags e2e $(E2E_FLAGS) ./harness/cluster/e2e/
 
 # The figures of harness/README.md's cluster section: up to Ready (1 and 3 nodes), memory per node, a
@@ -233,7 +288,7 @@ CONFORMANCE_GINKGO  ?=
 # the measurement. CONFORMANCE_TIMEOUT bounds the whole run (ginkgo --timeout: the specs left are
 # reported as not run); CONFORMANCE_GINKGO adds ginkgo flags (--randomize-all --seed N: a bounded
 # run is then a random sample), CONFORMANCE_FLAGS e2e.test's.
-conformance: deps build $(BIN)/portmap kubelet control-plane sidecars conformance-tools ## run the [Conformance] specs of e2e.test against a 3-node cluster; JUnit and summary in CONFORMANCE_OUT (root; hours)
+conformance: deps build $(BIN)/portmap runc $(PROGRAM_DIR)/etcd $(PROGRAM_DIR)/sample-apiserver kubelet control-plane sidecars conformance-tools ## run the [Conformance] specs of e2e.test against a 3-node cluster; JUnit and summary in CONFORMANCE_OUT (root; hours)
 	@rm -rf $(CONFORMANCE_OUT) && mkdir -p $(CONFORMANCE_OUT)
 	@trap '$(BIN)/harness cluster down --dir $(CONFORMANCE_DIR) >$(CONFORMANCE_OUT)/cluster-down.log 2>&1' EXIT; trap 'exit 130' INT TERM; \
 	$(BIN)/harness cluster up --nodes 3 --dir $(CONFORMANCE_DIR) || exit 1; \

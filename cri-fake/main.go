@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -53,6 +54,8 @@ func main() {
 		serving     fakeserver.Flags
 		binDirs     string
 		handlers    string
+		progHandles string
+		runc        string
 		showVersion bool
 	)
 	fs := flag.NewFlagSet("cri-fake", flag.ExitOnError)
@@ -71,6 +74,10 @@ func main() {
 	fs.StringVar(&binDirs, "cni-bin-dir", "/opt/cni/bin", "comma-separated directories searched for CNI plugin binaries")
 	fs.StringVar(&opts.NetNS, "netns", "placeholder", `network namespaces: "placeholder" (an empty file per pod; for CNI plugins that fake the network, like cni-fake) or "real" (root only: a real namespace per pod)`)
 	fs.StringVar(&handlers, "runtime-handlers", "runc", "comma-separated runtime handlers RunPodSandbox accepts (RuntimeClass handlers); the default handler \"\" is always accepted")
+	fs.StringVar(&runc, "runc", "auto", `runc binary that runs the containers of program images (catalog entries with a program) for real; "auto": the runc beside this executable when it exists and cri-fake runs as root, else none; "none": every container is simulated`)
+	fs.StringVar(&opts.ProgramDir, "program-dir", "", "directory of the programs the image catalog names (default: programs/ beside the --runc binary; make programs builds bin/programs)")
+	fs.StringVar(&progHandles, "program-handlers", ",runc", `comma-separated runtime handlers whose pods run program images under runc ("" in the list is the default handler); pods of other handlers (plugsim-gvisor) run every image in the simulation`)
+	fs.StringVar(&opts.CgroupParent, "cgroup-parent", "", "cgroup that program containers' cgroups are made in (default plugsim-cri-fake-<hash of --root-dir>; relative to cri-fake's own cgroup on cgroup v1)")
 	fs.StringVar(&opts.CgroupDriver, "cgroup-driver", "cgroupfs", `cgroup driver reported by RuntimeConfig ("cgroupfs" or "systemd"); a kubelet adopts it, so match the host's`)
 	fs.StringVar(&opts.ImageCatalog, "image-catalog", "", "YAML image catalog merged over the built-in images (format: cri-fake/README.md, example: examples/cri/image-catalog.yaml)")
 	fs.StringVar(&opts.TraceFile, "trace", "", "append every CRI (and CNI) call as a JSON line to this file")
@@ -91,11 +98,33 @@ func main() {
 	}
 	opts.CNIBinDirs = splitList(binDirs)
 	opts.RuntimeHandlers = splitList(handlers)
+	opts.ProgramHandlers = strings.Split(progHandles, ",")
+	for i := range opts.ProgramHandlers {
+		opts.ProgramHandlers[i] = strings.TrimSpace(opts.ProgramHandlers[i])
+	}
+	auto := runc == "auto"
+	switch runc {
+	case "auto":
+		runc = ""
+		if exe, err := os.Executable(); err == nil && os.Geteuid() == 0 {
+			if p := filepath.Join(filepath.Dir(exe), "runc"); fileExists(p) {
+				runc = p
+			}
+		}
+	case "none":
+		runc = ""
+	}
+	opts.Runc = runc
 	opts.FaultSeed, opts.SocketMode, opts.AdminSocketMode, opts.SocketGroup = serving.FaultSeed, serving.SocketMode, serving.AdminSocketMode, serving.SocketGroup
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	opts.Log = log
 
 	srv, err := server.Start(opts)
+	if err != nil && auto && opts.Runc != "" {
+		log.Warn("program containers off: runc found but not usable", "runc", opts.Runc, "error", err)
+		opts.Runc = ""
+		srv, err = server.Start(opts)
+	}
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)
@@ -105,7 +134,7 @@ func main() {
 		cni = "off (built-in allocator)"
 	}
 	log.Info("cri-fake serving", "endpoint", srv.Endpoint(), "imageEndpoint", srv.ImageEndpoint(), "cniConfDir", cni, "netns", opts.NetNS,
-		"streaming", srv.StreamingURL(), "admin", srv.AdminEndpoint(), "faultSeed", srv.FaultSeed())
+		"streaming", srv.StreamingURL(), "admin", srv.AdminEndpoint(), "faultSeed", srv.FaultSeed(), "runc", cmpOr(opts.Runc, "none"))
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	s := <-sig
@@ -114,6 +143,18 @@ func main() {
 		log.Error("close", "error", err)
 		os.Exit(1)
 	}
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 func splitList(s string) []string {

@@ -54,7 +54,7 @@ participants after their node: kubelet@node1 ──CSI──▶ csi-fake@node1 (
 	svg := fs.String("svg", "", "write an SVG sequence diagram here")
 	mermaid := fs.String("mermaid", "", "write a Mermaid sequence diagram here")
 	title := fs.String("title", "boundary trace", "diagram title")
-	iface := fs.String("interface", "", "only this interface (CRI, CNI, CSI, REG)")
+	iface := fs.String("interface", "", "only this interface (CRI, CNI, CSI, REG, OCI)")
 	method := fs.String("method", "", "only calls whose method contains this text (PLEG relists drown the rest: --method Sandbox)")
 	clusterDir := fs.String("cluster", "", "read the trace files of the cluster in this directory")
 	dropPolls := fs.Bool("drop-polls", false, "leave out the calls made on a timer (relists, stats, status, probes, capabilities)")

@@ -11,7 +11,7 @@ func Builtin() []CatalogImage {
 	)
 	sh := []string{"sh"}
 	nginxCmd := []string{"nginx", "-g", "daemon off;"}
-	return []CatalogImage{
+	return append(programImages(), []CatalogImage{
 		// The sandbox image. pause:3.9 is published under both registries; it is one image, so
 		// both names pull the same ID (critest "removing image from one registry ...").
 		{Repositories: []string{"registry.k8s.io/pause", "k8s.gcr.io/pause"}, Tags: []string{"3.9"},
@@ -109,7 +109,7 @@ func Builtin() []CatalogImage {
 		// collide with a web server on the node's port 80 when run in the host network).
 		{Repositories: []string{critest + "hostnet-nginx-amd64"}, Tags: []string{"latest"}, Size: 7000100, Cmd: nginxCmd, StopSignal: "SIGQUIT", Behavior: hostnetNginx},
 		{Repositories: []string{critest + "hostnet-nginx-arm64"}, Tags: []string{"latest"}, Size: 7000101, Cmd: nginxCmd, StopSignal: "SIGQUIT", Behavior: hostnetNginx},
-	}
+	}...)
 }
 
 // nonewprivs is the content difference of the e2e nonewprivs image: its program, set-user-ID

@@ -43,6 +43,9 @@ type CatalogImage struct {
 	// Behavior is read by the process simulation (what a container of this image does); the
 	// image service keeps it opaque.
 	Behavior json.RawMessage `json:"behavior,omitempty"`
+	// Program, when set, makes containers of this image real processes: a binary of cri-fake's
+	// program directory run by the real runc (cri-fake/oci), instead of the simulation.
+	Program *Program `json:"program,omitempty"`
 
 	refs        []Reference
 	pullLatency time.Duration
@@ -120,6 +123,11 @@ func (c *Catalog) add(e CatalogImage, defaultLatency time.Duration) error {
 			return err
 		}
 		img.refs = append(img.refs, Reference{Repository: ref.Repository})
+	}
+	if img.Program != nil {
+		if err := img.Program.validate(); err != nil {
+			return fmt.Errorf("program: %w", err)
+		}
 	}
 	for _, t := range img.Tags {
 		if !tagRe.MatchString(t) {

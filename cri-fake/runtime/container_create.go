@@ -120,7 +120,7 @@ func (s *Service) validateTask(sb *store.Sandbox, spec store.ContainerSpec, img 
 
 // taskSpec is what the launcher is told about a container of sandbox sb.
 func (s *Service) taskSpec(sb *store.Sandbox, spec store.ContainerSpec, img images.Image) task.Spec {
-	return task.Spec{ContainerID: spec.ID, SandboxID: sb.ID, Config: spec.Config, SandboxConfig: sb.Config, Image: img,
+	return task.Spec{ContainerID: spec.ID, SandboxID: sb.ID, RuntimeHandler: sb.RuntimeHandler, Config: spec.Config, SandboxConfig: sb.Config, Image: img,
 		LogPath: spec.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs}
 }
 

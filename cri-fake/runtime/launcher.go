@@ -68,7 +68,7 @@ func (UntilStopped) ReleaseSandbox(string) {}
 
 type untilStopped struct {
 	task.Unsupported
-	exitNotice // the task ends only in Kill, which reports it: no goroutine waits for it
+	task.ExitNotice // the task ends only in Kill, which reports it: no goroutine waits for it
 
 	once sync.Once
 	done chan struct{}
@@ -83,7 +83,7 @@ func (t *untilStopped) Kill(sig syscall.Signal) error {
 			t.exit.Code = 128 + int32(syscall.SIGKILL)
 		}
 		close(t.done)
-		t.ended()
+		t.Ended()
 	})
 	return nil
 }
@@ -91,38 +91,5 @@ func (t *untilStopped) Kill(sig syscall.Signal) error {
 func (t *untilStopped) Done() <-chan struct{} { return t.done }
 func (t *untilStopped) Exit() task.Exit       { return t.exit }
 
-// NotifyExit is exitNotice's, not task.Unsupported's.
-func (t *untilStopped) NotifyExit(f func()) bool { return t.exitNotice.NotifyExit(f) }
-
-// exitNotice is a task's NotifyExit: the task calls ended once it has ended (Done is closed and
-// Exit set), which runs the callback the runtime left.
-type exitNotice struct {
-	mu     sync.Mutex
-	over   bool
-	onExit func()
-}
-
-// NotifyExit calls f once the task has ended (at once if it already has).
-func (n *exitNotice) NotifyExit(f func()) bool {
-	n.mu.Lock()
-	if !n.over {
-		n.onExit = f
-		n.mu.Unlock()
-		return true
-	}
-	n.mu.Unlock()
-	f()
-	return true
-}
-
-// ended runs the callback, if any, once.
-func (n *exitNotice) ended() {
-	n.mu.Lock()
-	n.over = true
-	f := n.onExit
-	n.onExit = nil
-	n.mu.Unlock()
-	if f != nil {
-		f()
-	}
-}
+// NotifyExit is task.ExitNotice's, not task.Unsupported's.
+func (t *untilStopped) NotifyExit(f func()) bool { return t.ExitNotice.NotifyExit(f) }

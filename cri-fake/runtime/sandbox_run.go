@@ -67,9 +67,10 @@ func (s *Service) setupNetwork(ctx context.Context, sb *store.Sandbox) error {
 	if err := s.network.Ready(); err != nil {
 		return status.Errorf(codes.FailedPrecondition, "failed to setup network for sandbox %q: %v", sb.ID, err)
 	}
-	// The built-in network needs no namespace path; CNI plugins do.
+	// The built-in network needs no namespace path; CNI plugins do, and so do program containers
+	// (cri-fake/oci), which join the namespace: with --netns real every pod has one.
 	ns := ""
-	if _, builtin := s.network.(*network.Internal); !builtin {
+	if _, builtin := s.network.(*network.Internal); !builtin || s.realNetNS() {
 		var err error
 		if ns, err = s.opts.NetNS.Create(sb.ID); err != nil {
 			return status.Errorf(codes.Internal, "failed to create network namespace for sandbox %q: %v", sb.ID, err)

@@ -163,6 +163,9 @@ func (s *Service) Close() {
 	for _, sb := range s.sandboxes.List() {
 		s.releaseSandbox(sb.ID)
 	}
+	if c, ok := s.launcher.(interface{ Close() }); ok {
+		c.Close() // a launcher of real processes waits for them to be cleaned up
+	}
 	s.events.close()
 }
 

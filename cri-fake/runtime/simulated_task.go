@@ -33,12 +33,12 @@ type simTask struct {
 	startAt   time.Time   // when delayedStarts starts it
 	settled   atomic.Bool // unstarted was taken (started or abandoned): delayedStarts skips it
 
-	ready      chan struct{}    // proc or startErr is set (proc stays nil for a task killed before it ran)
-	proc       *process.Process // the main process
-	startErr   error
-	done       chan struct{} // the process ended and its output is flushed; exit is set
-	exit       task.Exit
-	exitNotice // the process reports its own end: the runtime keeps no goroutine per container
+	ready           chan struct{}    // proc or startErr is set (proc stays nil for a task killed before it ran)
+	proc            *process.Process // the main process
+	startErr        error
+	done            chan struct{} // the process ended and its output is flushed; exit is set
+	exit            task.Exit
+	task.ExitNotice // the process reports its own end: the runtime keeps no goroutine per container
 
 	memLimit int64                               // memory limit bounding the container's in-memory files (under mu)
 	cpuRes   *runtimeapi.LinuxContainerResources // the last Update's, for its CPU quota (under mu)
@@ -166,7 +166,7 @@ func (t tee) Write(p []byte) (int, error) {
 // closeDone marks the end (exit must be set) and reports it.
 func (t *simTask) closeDone() {
 	close(t.done)
-	t.ended()
+	t.Ended()
 }
 
 // Kill signals the main process. A task stopped with TERM or KILL before its process started

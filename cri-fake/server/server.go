@@ -122,6 +122,18 @@ type Options struct {
 	// Streaming hands out Exec, Attach and PortForward session URLs; nil means k8s.io/cri-streaming's
 	// server over the runtime's processes, serving HTTP on StreamingAddr.
 	Streaming runtime.Streaming
+	// Runc is the runc binary that runs the containers of program images (images.Program) in pods
+	// of ProgramHandlers (cri-fake/oci); empty: none, every container is simulated. Needs root.
+	Runc string
+	// ProgramDir holds the programs the catalog names (default: "programs" beside Runc).
+	ProgramDir string
+	// ProgramHandlers are the runtime handlers whose pods run program images under runc (nil:
+	// oci.DefaultHandlers, the default handler and "runc").
+	ProgramHandlers []string
+	// CgroupParent is the cgroup program containers' cgroups are made in (default
+	// "plugsim-cri-fake-<hash of RootDir>"; see cri-fake/oci).
+	CgroupParent string
+
 	// StreamingAddr is the host:port the streaming server listens on (default "127.0.0.1:0", an
 	// ephemeral loopback port); "none" serves no streaming (Exec, Attach and PortForward answer
 	// Unimplemented).
@@ -338,6 +350,10 @@ func (s *Server) newRuntime(opts Options, fileState *store.FileState, logf func(
 		lazy = &lazyStreaming{}
 		streamingURLs = lazy
 	}
+	launcher, err := s.newLauncher(opts, info, logf)
+	if err != nil {
+		return nil, err
+	}
 	rt, err := runtime.New(runtime.Options{
 		RootDir:         opts.RootDir,
 		RuntimeHandlers: opts.RuntimeHandlers,
@@ -345,7 +361,7 @@ func (s *Server) newRuntime(opts Options, fileState *store.FileState, logf func(
 		Images:          s.images,
 		Network:         netPlugin,
 		NetNS:           network.NetNSManager{Dir: filepath.Join(opts.RootDir, "netns"), Mode: netnsMode},
-		Launcher:        opts.Launcher,
+		Launcher:        launcher,
 		Streaming:       streamingURLs,
 		Persister:       persister(fileState),
 		Info:            info,

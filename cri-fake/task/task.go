@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"syscall"
 	"time"
 
@@ -117,6 +118,11 @@ type Usage struct {
 	MemoryBytes, CPUNanos, WritableLayerBytes uint64
 	// CPUNanoCores is the CPU rate since the previous Usage (containerd's UsageNanoCores).
 	CPUNanoCores uint64
+	// Measured says the figures are the kernel's (a program container's cgroup, cri-fake/oci):
+	// the runtime reports them as they are, with the fields below, instead of its synthetic
+	// model. MemoryBytes is then the working set.
+	Measured                                          bool
+	UsageBytes, RSSBytes, PageFaults, MajorPageFaults uint64
 }
 
 // TerminalSize is a TTY size change from a streaming session.
@@ -124,10 +130,12 @@ type TerminalSize struct{ Width, Height uint16 }
 
 // Spec is everything a launcher may need to start a container's task.
 type Spec struct {
-	ContainerID   string
-	SandboxID     string
-	Config        *runtimeapi.ContainerConfig
-	SandboxConfig *runtimeapi.PodSandboxConfig
+	ContainerID string
+	SandboxID   string
+	// RuntimeHandler is the sandbox's runtime handler (its RuntimeClass's; "" the default).
+	RuntimeHandler string
+	Config         *runtimeapi.ContainerConfig
+	SandboxConfig  *runtimeapi.PodSandboxConfig
 	// Image is the resolved image, with its catalog entry (entrypoint, cmd, env, user, behavior).
 	Image images.Image
 	// LogPath is the absolute CRI log file path ("" when the kubelet gave none). The task
@@ -143,4 +151,37 @@ type Spec struct {
 	// Resources are the container's Linux resources as last set (CreateContainer's, or
 	// UpdateContainerResources' since); nil means Config's.
 	Resources *runtimeapi.LinuxContainerResources
+}
+
+// ExitNotice is a task's NotifyExit for a task that knows when it ends: embed it, and call Ended
+// once the task has ended (Done closed, Exit set), which runs the callback the runtime left.
+type ExitNotice struct {
+	mu     sync.Mutex
+	over   bool
+	onExit func()
+}
+
+// NotifyExit calls f once the task has ended (at once if it already has).
+func (n *ExitNotice) NotifyExit(f func()) bool {
+	n.mu.Lock()
+	if !n.over {
+		n.onExit = f
+		n.mu.Unlock()
+		return true
+	}
+	n.mu.Unlock()
+	f()
+	return true
+}
+
+// Ended runs the callback, if any, once.
+func (n *ExitNotice) Ended() {
+	n.mu.Lock()
+	n.over = true
+	f := n.onExit
+	n.onExit = nil
+	n.mu.Unlock()
+	if f != nil {
+		f()
+	}
 }

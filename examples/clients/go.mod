@@ -17,6 +17,7 @@ require (
 	github.com/fxamacker/cbor/v2 v2.9.3 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/kubernetes-csi/csi-lib-utils v0.25.0 // indirect
+	github.com/moby/profiles/seccomp v0.3.0 // indirect
 	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/opencontainers/runtime-spec v1.3.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect

@@ -31,6 +31,10 @@ func (apiServer) Execute(c *actionContext) error {
 		"--requestheader-extra-headers-prefix", "X-Remote-Extra-",
 		"--proxy-client-cert-file", pki("front-proxy-client.crt"), "--proxy-client-key-file", pki("front-proxy-client.key"),
 		"--cert-dir", c.path("pki", "apiserver-generated"),
+		// An aggregated API server (sample-apiserver in a pod) is reached at its endpoints' pod IPs,
+		// which the control-plane namespace routes to (action_kubernetes_service.go); without kube-proxy
+		// the Service's cluster IP leads nowhere from here.
+		"--enable-aggregator-routing=true",
 		"--profiling=false",
 	}
 	if apiServerChecksKubelets(c.o.KubeletServingCerts) {

@@ -86,7 +86,20 @@ func startNode(c *actionContext, i int) error {
 		return err
 	}
 
+	// Program images (cri-fake/oci) run under the real runc when it is built: their cgroups in one
+	// parent per node, named for the cluster, which `down` removes with the rest of what runc made.
+	runc := "none"
+	if fi, err := os.Stat(c.bin("runc")); err == nil && fi.Mode().IsRegular() {
+		runc = c.bin("runc")
+		c.st.mu.Lock()
+		c.st.Runc = runc
+		c.st.mu.Unlock()
+		if err := c.st.save(); err != nil {
+			return err
+		}
+	}
 	if _, err := c.startProc(name+"-cri-fake", netns, c.bin("cri-fake"), []string{
+		"--runc", runc, "--cgroup-parent", c.st.Prefix + "-" + name + "-programs",
 		"--endpoint", "unix://" + filepath.Join(nd, "cri.sock"),
 		"--root-dir", filepath.Join(nd, "cri"), "--state-dir", filepath.Join(nd, "state/cri"),
 		"--netns", "real", "--cni-conf-dir", filepath.Join(nd, "cni/net.d"), "--cni-bin-dir", c.o.BinDir,

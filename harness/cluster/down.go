@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/plugsim/plugsim/cri-fake/oci"
 	"github.com/plugsim/plugsim/internal/mountinfo"
 )
 
@@ -66,6 +69,17 @@ func Down(dir string, out io.Writer) error {
 		}
 	}
 
+	// What the nodes' runc made for program containers (cri-fake/oci): after a kill -9 of cri-fake
+	// they still run; their cgroups, runc state and bundles go with them.
+	for _, nd := range nodeDirs(dir) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		err := oci.Cleanup(ctx, filepath.Join(nd, "cri", "oci"), cmp.Or(st.Runc, "runc"))
+		cancel()
+		if err != nil {
+			return fmt.Errorf("program containers of %s: %w", filepath.Base(nd), err)
+		}
+	}
+
 	// Deepest first: a mount under another must go before it.
 	for i := 0; i < 5; i++ {
 		m := mountsUnder(dir)
@@ -115,6 +129,19 @@ func Down(dir string, out io.Writer) error {
 		fmt.Fprintf(out, "no cluster running in %s: nothing to stop\n", dir)
 	}
 	return nil
+}
+
+// nodeDirs are the nodes' directories under the cluster's (DIR/nodes/NODE), whether or not the state
+// file still lists them.
+func nodeDirs(dir string) []string {
+	ents, _ := os.ReadDir(filepath.Join(dir, "nodes"))
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, filepath.Join(dir, "nodes", e.Name()))
+		}
+	}
+	return out
 }
 
 // stop sends TERM to each process, waits for all of them up to stopGrace, then KILLs what is left, and

@@ -30,6 +30,9 @@ type State struct {
 	Procs  []Process `json:"processes"`
 	Port   int       `json:"port,omitempty"` // the relay's port on the host's 127.0.0.1
 	Nodes  []Node    `json:"nodes"`
+	// Runc is the runc binary the nodes' cri-fakes run program containers with ("" when none):
+	// `down` deletes what they left with it (oci.Cleanup).
+	Runc string `json:"runc,omitempty"`
 
 	mu sync.Mutex
 }

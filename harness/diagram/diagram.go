@@ -170,10 +170,14 @@ func FoldCNI(events []trace.Event) []trace.Event {
 	return out
 }
 
-// Label is what an arrow says: the interface, and for CNI the verb.
+// Label is what an arrow says: the interface, for CNI with the verb, for OCI with runc's
+// command ("runc create").
 func Label(ev trace.Event) string {
-	if ev.Interface == trace.CNI {
+	switch ev.Interface {
+	case trace.CNI:
 		return "CNI " + ev.Method
+	case trace.OCI:
+		return "runc " + ev.Method
 	}
 	return ev.Interface
 }
@@ -198,7 +202,11 @@ func Line(ev trace.Event) string {
 	for _, p := range Chain(ev) {
 		b.WriteString(" → " + p)
 	}
-	if ev.Interface != trace.CNI {
+	if ev.Interface == trace.OCI {
+		if id := ev.Attrs["containerID"]; id != "" {
+			b.WriteString("  container=" + short(id))
+		}
+	} else if ev.Interface != trace.CNI {
 		b.WriteString("  " + ev.Method)
 	} else {
 		net := ev.Attrs["network"]

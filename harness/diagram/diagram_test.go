@@ -71,3 +71,39 @@ func TestFoldCNIKeepsOneEventPerInvocation(t *testing.T) {
 		t.Errorf("FoldCNI kept %d events: %+v", len(got), got)
 	}
 }
+
+// TestOCILane: a runc call cri-fake made for a program container is drawn as its own boundary,
+// cri-fake → runc, in every form.
+func TestOCILane(t *testing.T) {
+	ev := trace.Event{Interface: trace.OCI, Caller: "cri-fake", Callee: "runc", Service: "runc", Method: "create", Code: "OK",
+		DurationNS: int64(40 * time.Millisecond), Attrs: map[string]string{"containerID": "0123456789abcdef0123"}}
+	if got, want := Line(ev), "cri-fake ──runc create──▶ runc  container=0123456789abc 40.0ms"; got != want {
+		t.Errorf("Line = %q, want %q", got, want)
+	}
+	svg := string(SVG("t", "", []Section{{Events: append([]trace.Event{sample[0]}, ev)}}))
+	for _, want := range []string{">runc<", "runc create", "#1a7f37", "OCI: runtime → runc"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("SVG lacks %q", want)
+		}
+	}
+	if m := Mermaid("t", []Section{{Events: []trace.Event{ev}}}); !strings.Contains(m, "runc create") || !strings.Contains(m, "participant p1 as runc") {
+		t.Errorf("Mermaid:\n%s", m)
+	}
+}
+
+// TestClusterParticipantsOrder: a cluster's participants, named after their node, stand in the
+// same order as a node's: the kubelet left, then the runtime, runc, the network plugins.
+func TestClusterParticipantsOrder(t *testing.T) {
+	at := func(ev trace.Event) trace.Event {
+		ev.Caller, ev.Callee = ev.Caller+"@node1", ev.Callee+"@node1"
+		return ev
+	}
+	oci := trace.Event{Interface: trace.OCI, Caller: "cri-fake", Callee: "runc", Service: "runc", Method: "create", Code: "OK"}
+	cni := sample[1]
+	cni.Service = "cni-fake@node1,portmap@node1"
+	got := participants([]Section{{Events: []trace.Event{at(cni), at(oci), at(sample[0])}}})
+	want := []string{"kubelet@node1", "cri-fake@node1", "runc@node1", "cni-fake@node1", "portmap@node1"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("participants %v, want %v", got, want)
+	}
+}

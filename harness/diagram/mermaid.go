@@ -32,8 +32,8 @@ func Mermaid(title string, sections []Section) string {
 		for _, ev := range s.Events {
 			from, to := id[Caller(ev)], id[Callee(ev)]
 			label := ev.Method
-			if ev.Interface == trace.CNI {
-				label = "CNI " + ev.Method
+			if ev.Interface == trace.CNI || ev.Interface == trace.OCI {
+				label = Label(ev)
 			} else {
 				label = ev.Interface + " " + label
 			}
@@ -82,6 +82,7 @@ func participants(sections []Section) []string {
 		}
 	}
 	rank := func(p string) int {
+		p, _, _ = strings.Cut(p, "@") // a cluster's participants are named after their node: kubelet@node1
 		switch {
 		case p == "kubelet" || p == "harness":
 			return 0
@@ -89,14 +90,16 @@ func participants(sections []Section) []string {
 			return 1
 		case strings.HasPrefix(p, "cri"):
 			return 2
-		case strings.HasPrefix(p, "cni") || p == "portmap":
+		case p == "runc":
 			return 3
-		case strings.HasPrefix(p, "csi") && strings.Contains(p, "controller"):
+		case strings.HasPrefix(p, "cni") || p == "portmap":
 			return 4
-		case strings.HasPrefix(p, "csi"):
+		case strings.HasPrefix(p, "csi") && strings.Contains(p, "controller"):
 			return 5
+		case strings.HasPrefix(p, "csi"):
+			return 6
 		}
-		return 6
+		return 7
 	}
 	// Stable insertion sort by rank keeps first appearance within a rank.
 	for i := 1; i < len(out); i++ {

@@ -16,7 +16,7 @@ const (
 	boxH      = 40
 	rowH      = 34
 	sectionH  = 28
-	legendH   = 76
+	legendH   = 93
 	maxEvents = 600 // a kubelet load trace is cut here; the text trace has everything
 )
 
@@ -26,6 +26,7 @@ var ifaceColour = map[string]string{
 	trace.CNI:          "#d9480f",
 	trace.CSI:          "#8250df",
 	trace.Registration: "#57606a",
+	trace.OCI:          "#1a7f37",
 }
 
 func colour(iface string) string {
@@ -38,6 +39,7 @@ func colour(iface string) string {
 // boxColour tints a participant by what it is: the kubelet and sidecars (callers), the runtime,
 // the network plugins and the storage plugins.
 func boxColour(p string) (fill, stroke string) {
+	p, _, _ = strings.Cut(p, "@") // kubelet@node1 in a cluster's trace
 	switch {
 	case p == "kubelet" || p == "harness" || strings.HasPrefix(p, "external-"):
 		return "#eef2f7", "#57606a"
@@ -47,6 +49,8 @@ func boxColour(p string) (fill, stroke string) {
 		return "#fff0e6", "#d9480f"
 	case strings.HasPrefix(p, "csi"):
 		return "#f1e9fe", "#8250df"
+	case p == "runc":
+		return "#dafbe1", "#1a7f37"
 	}
 	return "#f6f8fa", "#57606a"
 }
@@ -135,6 +139,7 @@ func SVG(title, subtitle string, sections []Section) []byte {
 		{trace.CRI, "CRI: kubelet → container runtime (gRPC over a unix socket)"},
 		{trace.CNI, "CNI: runtime → network plugin binaries (exec, config on stdin), dashed"},
 		{trace.CSI, "CSI: kubelet and CSI sidecars → storage driver (gRPC over a unix socket)"},
+		{trace.OCI, "OCI: runtime → runc, for a program container (runc's command line, one exec per call), dashed"},
 		{"", "red: the call failed, with its gRPC code or CNI error number"},
 	} {
 		c := colour(l.iface)
@@ -160,11 +165,11 @@ func arrow(b *strings.Builder, x map[string]int, y int, ev trace.Event) int {
 		c = "#cf222e"
 	}
 	ay := y + 22
-	label := ev.Method
-	if ev.Interface == trace.CNI {
-		label = "CNI " + ev.Method
+	label := Label(ev)
+	if ev.Interface != trace.CNI && ev.Interface != trace.OCI {
+		label = ev.Method
 	}
-	line(b, from, to, ay, c, ev.Interface == trace.CNI)
+	line(b, from, to, ay, c, ev.Interface == trace.CNI || ev.Interface == trace.OCI)
 	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" class="call">%s  %s</text>`+"\n",
 		(from+to)/2, ay-7, esc(label), esc(Ms(ev.Duration())))
 	y += rowH

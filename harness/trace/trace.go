@@ -25,6 +25,8 @@ const (
 	CSI = event.CSI
 	// Registration is the kubelet's plugin registration API (pluginregistration.v1).
 	Registration = event.Registration
+	// OCI is the runc command line cri-fake drives for program containers (cri-fake → runc).
+	OCI = event.OCI
 )
 
 // Event is one call across an interface boundary (see package event, which holds the format so

@@ -121,6 +121,11 @@ func (x *podIndex) concerns(ev trace.Event) Concerns {
 			c.Pod = req.Args["K8S_POD_NAMESPACE"] + "/" + req.Args["K8S_POD_NAME"]
 		}
 		remember(x.sandboxPod, c.Sandbox, c.Pod)
+	case trace.OCI:
+		// A runc call names the container (cri-fake/oci); its sandbox and pod are what the CRI
+		// calls before it said.
+		c.Container = ev.Attrs["containerID"]
+		c.Sandbox = x.containerSandbox[c.Container]
 	case trace.CSI:
 		c.Volume = req.VolumeID
 		if c.Volume == "" && resp.Volume != nil {

@@ -29,6 +29,7 @@ func TestConcerns(t *testing.T) {
 		{"the CNI ADD by its container ID", ev("CNI", "ADD", "", "", map[string]string{"containerID": "s1"}), Concerns{Pod: "default/web", Sandbox: "s1"}},
 		{"CreateContainer", ev("CRI", "CreateContainer", `{"podSandboxId":"s1","config":{"metadata":{"name":"nginx"}}}`, `{"containerId":"c1"}`, nil), Concerns{Pod: "default/web", Sandbox: "s1", Container: "c1"}},
 		{"a container call by the container alone", ev("CRI", "StartContainer", `{"containerId":"c1"}`, "", nil), Concerns{Pod: "default/web", Sandbox: "s1", Container: "c1"}},
+		{"a runc call by its container", ev("OCI", "create", `{"args":["create"]}`, "", map[string]string{"containerID": "c1"}), Concerns{Pod: "default/web", Sandbox: "s1", Container: "c1"}},
 		{"CreateVolume's answer", ev("CSI", "CreateVolume", `{"name":"pvc-1"}`, `{"volume":{"volumeId":"v1"}}`, nil), Concerns{Volume: "v1"}},
 		{"NodePublishVolume by the kubelet's pod directory", ev("CSI", "NodePublishVolume", `{"volumeId":"v1","targetPath":"/var/lib/kubelet/pods/u1/volumes/kubernetes.io~csi/pv/mount"}`, "", nil), Concerns{Pod: "default/web", Volume: "v1"}},
 		{"NodePublishVolume with pod info", ev("CSI", "NodePublishVolume", `{"volumeId":"v2","volumeContext":{"csi.storage.k8s.io/pod.name":"db","csi.storage.k8s.io/pod.namespace":"prod"}}`, "", nil), Concerns{Pod: "prod/db", Volume: "v2"}},

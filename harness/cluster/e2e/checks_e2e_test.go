@@ -67,6 +67,9 @@ handler: plugsim-gvisor
 		c.mustKubectl("delete", "pod", "rc-unserved", "rc-served", "--wait=false")
 	})
 
+	// Issue 26: program images run under the real runc (programs_e2e_test.go; uses RuntimeClass gvisor).
+	t.Run("program-containers", c.programContainers)
+
 	// Check 3: the columns of `kubectl get csidriver`, for both drivers `up` applies.
 	t.Run("csidriver", func(t *testing.T) {
 		c.t = t

@@ -240,6 +240,19 @@ func leftovers(dir string) []string {
 			out = append(out, "mount "+f[4])
 		}
 	}
+	// What runc made for program containers: its containers' state, their bundles and cgroups.
+	for _, pattern := range []string{"nodes/*/cri/oci/runc/*", "nodes/*/cri/oci/bundles/*"} {
+		m, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, p := range m {
+			out = append(out, "runc leftover "+p)
+		}
+	}
+	for _, pattern := range []string{"/sys/fs/cgroup/*/" + prefix + "-*", "/sys/fs/cgroup/*/*/*/" + prefix + "-*"} {
+		m, _ := filepath.Glob(pattern)
+		for _, p := range m {
+			out = append(out, "cgroup "+p)
+		}
+	}
 	ps, _ := exec.Command("pgrep", "-af", dir).Output()
 	for _, l := range strings.Split(strings.TrimSpace(string(ps)), "\n") {
 		if l != "" && !strings.Contains(l, "pgrep") {

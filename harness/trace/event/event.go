@@ -25,6 +25,9 @@ const (
 	CSI = "CSI"
 	// Registration is the kubelet's plugin registration API (pluginregistration.v1).
 	Registration = "REG"
+	// OCI is the OCI runtime's command line: cri-fake (as containerd's shim) runs runc's create,
+	// start, exec, kill, delete and state for a program container (cri-fake/oci).
+	OCI = "OCI"
 )
 
 // Event is one call across an interface boundary: who called whom, which method, what went in and

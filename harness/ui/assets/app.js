@@ -72,6 +72,7 @@ function laneClass(p) {
   if (p.startsWith('cri')) return 'cri';
   if (p.startsWith('cni') || p.startsWith('portmap')) return 'cni';
   if (p.startsWith('csi')) return 'csi';
+  if (p === 'runc') return 'oci';
   return '';
 }
 
@@ -144,8 +145,8 @@ function rowFor(c) {
   time.textContent = c.time;
   row.appendChild(time);
   const from = laneX.get(c.from), to = laneX.get(c.to);
-  const label = (c.iface === 'CNI' ? 'CNI ' + c.method : c.method) + '  ' + c.dur;
-  row.appendChild(segment('main', from, to, 0, label, c.iface === 'CNI'));
+  const label = (c.iface === 'CNI' ? 'CNI ' + c.method : c.iface === 'OCI' ? 'runc ' + c.method : c.method) + '  ' + c.dur;
+  row.appendChild(segment('main', from, to, 0, label, c.iface === 'CNI' || c.iface === 'OCI'));
   let h = ROW_H;
   if (failed) {
     const err = document.createElement('div');

@@ -1,0 +1,102 @@
+package oci
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// cgroupsFile, in the state directory, lists the parent cgroup's directories (one per hierarchy),
+// so that Cleanup finds them whichever cgroup it runs in.
+const cgroupsFile = "cgroups.json"
+
+func (l *Launcher) writeCgroups() error {
+	data, err := json.Marshal(l.cg.Dirs())
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(l.opts.StateDir, cgroupsFile), data, 0o600)
+}
+
+// Cleanup removes everything program containers of a cri-fake with this state directory left,
+// whether it closed or was killed: every runc container under its runc root (force-deleted: its
+// processes killed, its cgroup removed), every bundle, and the parent cgroup, killing what is
+// still in a cgroup below it (a container whose runc state was lost mid-create). `harness cluster
+// down` runs it for every node; it is for a cri-fake that no longer runs.
+func Cleanup(ctx context.Context, stateDir, runcBinary string) error {
+	var errs []error
+	if _, err := os.Stat(stateDir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	r := &Runc{Binary: runcBinary, Root: filepath.Join(stateDir, "runc")}
+	if ents, err := os.ReadDir(r.Root); err == nil && len(ents) > 0 {
+		if _, err := os.Stat(runcBinary); err != nil {
+			errs = append(errs, fmt.Errorf("runc containers left in %s and no runc to delete them: %w", r.Root, err))
+		}
+		for _, e := range ents {
+			if err := r.Delete(ctx, e.Name(), true); err != nil && !NotFound(err) {
+				errs = append(errs, fmt.Errorf("delete runc container %s: %w", e.Name(), err))
+			}
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(stateDir, "bundles")); err != nil {
+		errs = append(errs, err)
+	}
+	var dirs []string
+	if data, err := os.ReadFile(filepath.Join(stateDir, cgroupsFile)); err == nil {
+		if err := json.Unmarshal(data, &dirs); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", cgroupsFile, err))
+		}
+	}
+	for _, d := range dirs {
+		if !strings.HasPrefix(d, cgroupRoot+"/") {
+			errs = append(errs, fmt.Errorf("%s names %q, not a cgroup directory: left alone", cgroupsFile, d))
+			continue
+		}
+		if err := removeCgroupTree(d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeCgroupTree kills every process in the cgroups below dir and removes them, deepest first.
+func removeCgroupTree(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	var tree []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			tree = append(tree, p)
+		}
+		return nil
+	})
+	for i := len(tree) - 1; i >= 0; i-- {
+		d := tree[i]
+		for try := 0; ; try++ {
+			procs, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+			for _, f := range strings.Fields(string(procs)) {
+				if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+			err := os.Remove(d)
+			if err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if try == 100 {
+				return fmt.Errorf("remove cgroup %s: %w", d, err)
+			}
+			time.Sleep(20 * time.Millisecond) // the killed processes leave the cgroup as they exit
+		}
+	}
+	return nil
+}
