@@ -173,7 +173,7 @@ $(BIN)/etcd: $(ETCD)/go.mod $(ETCD)/go.sum $(ETCD)/main.go
 	@mkdir -p $(BIN)
 	cd $(ETCD) && CGO_ENABLED=0 $(GO) build -o $@ .
 
-CLUSTER_DIR ?= /tmp/plugsim-cluster
+CLUSTER_DIR ?= /var/lib/plugsim/cluster
 NODES       ?= 1
 
 # As root: the control plane and NODES kubelets on the fakes, each node in a network namespace of its own.
@@ -271,7 +271,7 @@ $(BIN)/ginkgo: $(CONFORMANCE)/go.mod $(CONFORMANCE)/go.sum
 	@mkdir -p $(BIN)
 	cd $(CONFORMANCE) && $(GO) build -o $@ github.com/onsi/ginkgo/v2/ginkgo
 
-CONFORMANCE_DIR     ?= /tmp/plugsim-conformance
+CONFORMANCE_DIR     ?= /var/lib/plugsim/conformance
 CONFORMANCE_OUT     ?= $(CURDIR)/conformance-out
 CONFORMANCE_PROCS   ?= 4
 CONFORMANCE_TIMEOUT ?= 4h

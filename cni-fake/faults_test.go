@@ -238,6 +238,8 @@ func TestBadFaultRules(t *testing.T) {
 		{"no code or delay", map[string]any{"faults": []any{map[string]any{"verb": "ADD"}}}, "give a code, a delay, or both"},
 		{"unknown key", map[string]any{"faults": []any{map[string]any{"verb": "ADD", "code": 11, "tims": 1}}}, `unknown field "tims"`},
 		{"unknown CNI variable", map[string]any{"faults": []any{map[string]any{"verb": "ADD", "code": 11, "match": map[string]string{"CNI_CONTAINER": "x"}}}}, `match key "CNI_CONTAINER" is not a CNI variable`},
+		// CNI_PATH is not in the invocation log: a rule may match only what the trace shows.
+		{"CNI_PATH", map[string]any{"faults": []any{map[string]any{"verb": "ADD", "code": 11, "match": map[string]string{"CNI_PATH": "*"}}}}, `match key "CNI_PATH" is not a CNI variable (CNI_COMMAND, CNI_ARGS, CNI_CONTAINERID, CNI_IFNAME, CNI_NETNS`},
 		{"not a list", map[string]any{"faults": map[string]any{"verb": "ADD"}}, "faults: want a list of fault rules"},
 		{"relative faultsFile", map[string]any{"faultsFile": "faults.json"}, "not an absolute path"},
 		{"missing faultsFile", map[string]any{"faultsFile": filepath.Join(dir, "nope.json")}, "no such file"},
@@ -291,4 +293,50 @@ func TestFaultFile(t *testing.T) {
 	if rs, err := ff.Rules(); err != nil || len(rs) != 0 {
 		t.Fatalf("after Reset: %+v, %v", rs, err)
 	}
+}
+
+// Issue 24, 4: three cni-fake rules of 1 MB match strings pushed the faults file past the 1 MiB
+// cni-fake reads, and every CNI ADD then failed until the rules were cleared. A rule too big, or one
+// that would make the file too big for cni-fake, is refused when it is added; the file stays usable.
+func TestFaultFileRefusesWhatCNIFakeCouldNotRead(t *testing.T) {
+	dir := t.TempDir()
+	ff := plugin.FaultFile{Path: filepath.Join(dir, "faults.json"), DataDir: filepath.Join(dir, "data"), Network: "testnet"}
+	conf := testConf(dir, "1.1.0", map[string]any{"faultsFile": ff.Path})
+	if err := ff.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	huge := strings.Repeat("x", 1<<20)
+	for range 3 {
+		if _, err := ff.Add(rules.Rule{Method: "ADD", Match: map[string]string{"CNI_CONTAINERID": huge}, Code: "11"}); err == nil || !strings.Contains(err.Error(), "more than 1024") {
+			t.Fatalf("a rule with a 1 MB match string: %v, want it refused", err)
+		}
+	}
+	// Rules within each bound, until the file would be more than cni-fake reads (or the set more
+	// than it holds): refused at that Add, with the file as it was.
+	msg := strings.Repeat("m", rules.MaxMessageBytes)
+	rule := rules.Rule{Method: "DEL", Message: msg, Code: "11", Match: map[string]string{"CNI_CONTAINERID": "never-*"}}
+	batch := make([]rules.Rule, 240) // near the bound in one write (244 fit); then one at a time
+	for i := range batch {
+		batch[i] = rule
+	}
+	if _, err := ff.Add(batch...); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	added := len(batch)
+	for ; added <= rules.MaxRules; added++ {
+		if _, err = ff.Add(rule); err != nil {
+			break
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "more than the 1048576 cni-fake reads") {
+		t.Fatalf("after %d rules of 4 KiB messages: %v, want the next refused for the file's size", added, err)
+	}
+	if fi, _ := os.Stat(ff.Path); fi.Size() > 1<<20 {
+		t.Fatalf("the faults file is %d bytes, more than cni-fake reads", fi.Size())
+	}
+	if o := run(t, addCall("c1", conf)); o.err != nil {
+		t.Fatalf("ADD with the file full: %v", o.err)
+	}
+	t.Logf("%d rules of %d-byte messages fit; the next was refused: %v", added, rules.MaxMessageBytes, err)
 }

@@ -50,7 +50,7 @@ the kubeconfig, certificates, logs and each node's files. Stop it with 'harness 
 With --ui 127.0.0.1:PORT it then stays in the foreground serving the live boundary view of every
 node's fakes (see 'harness ui --help') until interrupted; the cluster stays up.
 `)
-	dir := fs.String("dir", "/tmp/plugsim-cluster", "directory for the cluster's state, certificates, logs and nodes (new, empty, or a cluster's from before)")
+	dir := fs.String("dir", defaultDir("cluster"), "directory for the cluster's state, certificates, logs and nodes (new, empty, or a cluster's from before; one only root can write, made 0700 when new)")
 	nodes := fs.Int("nodes", 1, fmt.Sprintf("how many nodes (1 to %d)", cluster.MaxNodes))
 	port := fs.Int("port", 0, "the API server's port on the host's 127.0.0.1 (through the relay); 0 picks a free one")
 	binDir := fs.String("bin-dir", "", "directory holding etcd, kube, kubectl, kubelet, cri-fake, csi-fake, cni-fake, portmap (default $PLUGSIM_BIN, or beside the harness binary)")
@@ -135,9 +135,12 @@ Stop it with: harness cluster down --dir DIR
 func cmdClusterDown(args []string) error {
 	fs := newFlags("cluster down", "[--dir DIR]", `Stops the cluster 'harness cluster up --dir DIR' started, also after a crash of 'up': its processes,
 every mount under DIR, its network namespaces (and with them its veths, routes and iptables rules).
-Logs and certificates stay in DIR. A second 'down' does nothing.
+Logs and certificates stay in DIR. A second 'down' does nothing. It acts only on what is the cluster's
+own: it refuses a directory another local user could have written, signals only the processes 'up'
+started (their pid and start time, working in DIR), and deletes only the network namespaces named for
+DIR, whatever DIR/cluster.json says.
 `)
-	dir := fs.String("dir", "/tmp/plugsim-cluster", "the directory given to 'harness cluster up'")
+	dir := fs.String("dir", defaultDir("cluster"), "the directory given to 'harness cluster up'")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -28,6 +28,9 @@ draws. Click a call for its request and response; filter by interface, pod, volu
 follow one pod across the three interfaces; add fault rules to the fakes; export what is shown as
 SVG or as the JSON-lines trace.
 
+Open the URL it prints: it ends in #token=…, a random token without which the view's API answers
+403, so other users of the machine, who can reach any loopback port, cannot use it.
+
 --dir follows the node 'harness up --dir DIR' keeps (its admin sockets and cni-fake's log);
 --cluster follows every fake of 'harness cluster up --dir DIR'. 'harness up --ui ADDR' and
 'harness cluster up --ui ADDR' serve the same page.
@@ -107,6 +110,8 @@ func uiListenerFile(l net.Listener) (*os.File, error) {
 
 func serveUI(ctx context.Context, l net.Listener, o ui.Options) error {
 	o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-	fmt.Printf("live boundary view on http://%s/ (following %d trace sources; %d fakes take fault rules)\n", l.Addr(), len(o.Feeds), len(o.Faults))
-	return ui.New(o).Serve(ctx, l)
+	s := ui.New(o)
+	// The URL carries the view's token: only whoever reads it here may use the view (see harness/ui).
+	fmt.Printf("live boundary view on %s (following %d trace sources; %d fakes take fault rules; the #token part lets only you in)\n", s.URL(l.Addr().String()), len(o.Feeds), len(o.Faults))
+	return s.Serve(ctx, l)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/plugsim/plugsim/harness/diagram"
 	"github.com/plugsim/plugsim/harness/ui"
 	"github.com/plugsim/plugsim/harness/wiring"
+	"github.com/plugsim/plugsim/internal/statedir"
 )
 
 func cmdUp(args []string) error {
@@ -24,7 +25,7 @@ With --follow it prints every boundary crossing as it happens: point crictl or a
 CRI endpoint and watch. With --ui 127.0.0.1:PORT it also serves the live boundary view (see
 'harness ui --help') for as long as the node is up.
 `)
-	dir := fs.String("dir", "/tmp/plugsim", "directory for the sockets, configuration and traces")
+	dir := fs.String("dir", defaultDir("node"), "directory for the sockets, configuration and traces: one only root (or you) can write, made 0700 when new")
 	follow := fs.Bool("follow", true, "print each call as it crosses a boundary")
 	noPortmap := fs.Bool("no-portmap", false, "leave portmap out of the CNI chain")
 	binDir := fs.String("bin-dir", "", "directory holding cni-fake and portmap (default $PLUGSIM_BIN, or beside the harness binary)")
@@ -32,6 +33,20 @@ CRI endpoint and watch. With --ui 127.0.0.1:PORT it also serves the live boundar
 	uiAddr, allowRemote := uiFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	abs, err := stateDir(*dir, "node")
+	if err != nil {
+		return err
+	}
+	// Checked (and made, 0700) before anything runs, in the process the user started: a directory
+	// another local user made or could change is refused, naming its owner and mode.
+	if err := wiring.PrepareDir(abs); err != nil {
+		return err
+	}
+	if *binDir != "" {
+		if *binDir, err = filepath.Abs(*binDir); err != nil {
+			return err
+		}
 	}
 	t := target{noPortmap: *noPortmap, binDir: *binDir}
 	var uiListener net.Listener
@@ -55,12 +70,13 @@ CRI endpoint and watch. With --ui 127.0.0.1:PORT it also serves the live boundar
 	if err := t.prepare(); err != nil {
 		return err
 	}
-	abs, err := filepath.Abs(*dir)
-	if err != nil {
-		return err
-	}
-	if st, err := wiring.ReadState(abs); err == nil && processAlive(st.PID) {
+	if st, err := wiring.ReadState(abs); err == nil && st.Running(abs) == nil {
 		return fmt.Errorf("a node is already up in %s (pid %d): stop it with `harness down --dir %s`", abs, st.PID, abs)
+	}
+	// The node's process works in its directory: with its pid and start time in harness.json, that
+	// is what `harness down` checks before it signals anything (State.Running).
+	if err := os.Chdir(abs); err != nil {
+		return err
 	}
 	n, err := wiring.StartNode(wiring.Options{Dir: abs, CNI: *cni, ExecCNI: true, Portmap: t.portmapOK, BinDir: *binDir, Admin: true})
 	if err != nil {
@@ -127,19 +143,29 @@ Stop with Ctrl-C or 'harness down --dir %s'.
 }
 
 func cmdDown(args []string) error {
-	fs := newFlags("down", "[--dir DIR]", "Stops the node 'harness up --dir DIR' started and waits until it has gone.\n")
-	dir := fs.String("dir", "/tmp/plugsim", "the directory given to 'harness up'")
+	fs := newFlags("down", "[--dir DIR]", `Stops the node 'harness up --dir DIR' started and waits until it has gone. It signals only the
+process DIR/harness.json names when that process is still the node's: the same pid and start time,
+working in DIR; a directory another local user could have written is refused.
+`)
+	dir := fs.String("dir", defaultDir("node"), "the directory given to 'harness up'")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	st, err := wiring.ReadState(*dir)
+	abs, err := stateDir(*dir, "node")
 	if err != nil {
 		return err
 	}
-	if !processAlive(st.PID) {
-		os.Remove(filepath.Join(*dir, wiring.StateFile))
-		fmt.Printf("the node in %s was not running any more (pid %d); cleaned up its state file\n", *dir, st.PID)
-		return nil
+	st, err := wiring.ReadState(abs)
+	if err != nil {
+		return err
+	}
+	if err := st.Running(abs); err != nil {
+		os.Remove(filepath.Join(abs, wiring.StateFile))
+		if errors.Is(err, os.ErrNotExist) {
+			fmt.Printf("the node in %s was not running any more (pid %d); cleaned up its state file\n", abs, st.PID)
+			return nil
+		}
+		return fmt.Errorf("%s names a process that is not the node's (%v): not signalling it; removed the state file", filepath.Join(abs, wiring.StateFile), err)
 	}
 	p, err := os.FindProcess(st.PID)
 	if err != nil {
@@ -149,22 +175,27 @@ func cmdDown(args []string) error {
 		return err
 	}
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if !processAlive(st.PID) {
-			fmt.Printf("stopped the node in %s (pid %d)\n", *dir, st.PID)
+		if st.Running(abs) != nil {
+			fmt.Printf("stopped the node in %s (pid %d)\n", abs, st.PID)
 			return nil
 		}
 	}
 	return errors.New("the node did not stop within 10s")
 }
 
-// processAlive reports whether a process exists (signal 0 checks without sending anything).
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
+// defaultDir is the --dir default shown in --help: statedir.Default(name), or "" when there is none
+// (not root, no $XDG_RUNTIME_DIR); stateDir then says to give one.
+func defaultDir(name string) string {
+	d, _ := statedir.Default(name)
+	return d
+}
+
+// stateDir is the absolute form of a --dir flag, or the error of statedir.Default when it is empty.
+func stateDir(dir, name string) (string, error) {
+	if dir == "" {
+		if _, err := statedir.Default(name); err != nil {
+			return "", err
+		}
 	}
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	return p.Signal(syscall.Signal(0)) == nil
+	return filepath.Abs(dir)
 }

@@ -33,7 +33,7 @@ Commands:
   kubelet            drive the kubelet's pod (and PVC) sequences as load: --pods N --concurrency C
   replay TRACE...    turn a recorded trace into a scenario (-o FILE), or replay it (--run)
   trace TRACE...     draw recorded trace files as text, Mermaid (--mermaid) or SVG (--svg)
-  up                 start the fakes under one directory and keep them up (--dir DIR)
+  up                 start the fakes under one directory and keep them up (--dir DIR, default /var/lib/plugsim/node)
   down               stop what 'harness up' started (--dir DIR)
   ui                 the live boundary view in a browser: --addr 127.0.0.1:PORT --dir DIR | --cluster DIR
   cluster up|down    a whole cluster on the fakes: control plane, N nodes with real kubelets (root)
@@ -45,9 +45,9 @@ Examples:
   harness run examples/scenarios/*.yaml
   harness run --diagram-dir out/ --junit out/junit.xml examples/scenarios/01-pod-lifecycle.yaml
   harness kubelet --pods 1000 --concurrency 16
-  harness up --dir /tmp/node --ui 127.0.0.1:8088 &   (then open http://127.0.0.1:8088/)
-  harness up --dir /tmp/node &  crictl --config /tmp/node/crictl.yaml info;  harness down --dir /tmp/node
-  harness replay --run /tmp/node/var/log/plugsim/cri.jsonl
+  harness up --ui 127.0.0.1:8088 &   (then open the URL it prints, http://127.0.0.1:8088/#token=...)
+  harness up &  crictl --config /var/lib/plugsim/node/crictl.yaml info;  harness down
+  harness replay --run /var/lib/plugsim/node/var/log/plugsim/cri.jsonl
 
 'harness <command> --help' explains each command's flags.
 `

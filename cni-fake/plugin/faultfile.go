@@ -50,6 +50,11 @@ func (f FaultFile) Add(rs ...rules.Rule) ([]string, error) {
 			file.Rules = append(file.Rules, r)
 			ids = append(ids, r.ID)
 		}
+		// The whole file as the next call will load it: a set too big (rules.MaxRules,
+		// rules.MaxMatchBytes) is refused now, not at every CNI call that reads it.
+		if _, err := newFaultSet(nil).Add(file.Rules...); err != nil {
+			return configError("%s: %v", f.Path, err)
+		}
 		return nil
 	})
 	return ids, err
@@ -100,7 +105,7 @@ func (f FaultFile) read() (rules.File, error) {
 // update rewrites the file under a lock of its own (Path + ".lock"), by renaming a complete new
 // file over it, so that cni-fake never reads half a file.
 func (f FaultFile) update(change func(*rules.File) error) error {
-	lock, err := os.OpenFile(f.Path+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	lock, err := os.OpenFile(f.Path+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
 	}
@@ -122,5 +127,9 @@ func (f FaultFile) update(change func(*rules.File) error) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(f.Path, append(b, '\n'), 0o644)
+	if len(b)+1 > maxFaultsFile {
+		// cni-fake refuses a larger file at every call: every CNI ADD would fail until it shrank.
+		return configError("%s: the rules would take %d bytes, more than the %d cni-fake reads: remove some, or clear them", f.Path, len(b)+1, maxFaultsFile)
+	}
+	return atomicfile.Write(f.Path, append(b, '\n'), 0o600)
 }

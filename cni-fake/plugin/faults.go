@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -36,8 +37,16 @@ import (
 var faultVerbs = []string{"ADD", "DEL", "CHECK", "STATUS", "GC"}
 
 // faultEnv are the environment variables a rule's match may name; "CNI_ARGS.KEY" names one
-// CNI_ARGS pair, and any other key is a dotted path into the network configuration.
-var faultEnv = []string{"CNI_COMMAND", "CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_ARGS", "CNI_PATH"}
+// CNI_ARGS pair, and any other key is a dotted path into the network configuration (stdin).
+//
+// A rule matches only what the invocation log shows (issue 24: a rule's matched count must not
+// reveal what the trace does not): the command is the event's method, the others are the variables
+// tracedEnv puts in its attributes, and stdin is its request, as received. CNI_PATH, which the log
+// leaves out, is not among them.
+var faultEnv = append([]string{"CNI_COMMAND"}, slices.Sorted(maps.Keys(tracedEnv))...)
+
+// tracedEnv are the CNI variables the invocation log records, with their attribute names (Log).
+var tracedEnv = map[string]string{"CNI_CONTAINERID": "containerID", "CNI_NETNS": "netns", "CNI_IFNAME": "ifName", "CNI_ARGS": "args"}
 
 const (
 	faultStateFile = "faults.json"
@@ -263,12 +272,13 @@ func (p *Call) faultFields(args *skel.CmdArgs) rules.Fields {
 
 // updateFaultState runs f on the state in path under the file's flock and writes it back.
 func updateFaultState(path string, f func(*faultState)) error {
-	file, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	const flags = os.O_RDWR | os.O_CREATE | syscall.O_NOFOLLOW | syscall.O_CLOEXEC
+	file, err := os.OpenFile(path, flags, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
-		file, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		file, err = os.OpenFile(path, flags, 0o600)
 	}
 	if err != nil {
 		return err

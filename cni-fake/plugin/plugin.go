@@ -271,7 +271,7 @@ func (p *Call) Log(cniErr *types.Error) {
 	if ca, err := parseCNIArgs(p.env.get("CNI_ARGS")); err == nil && ca.Caller != "" {
 		ev.Caller = ca.Caller
 	}
-	for k, env := range map[string]string{"containerID": "CNI_CONTAINERID", "netns": "CNI_NETNS", "ifName": "CNI_IFNAME"} {
+	for env, k := range tracedEnv {
 		if v := p.env.get(env); v != "" {
 			ev.Attrs[k] = v
 		}
@@ -281,9 +281,6 @@ func (p *Call) Log(cniErr *types.Error) {
 	}
 	if lc.Version != "" {
 		ev.Attrs["cniVersion"] = lc.Version
-	}
-	if args := p.env.get("CNI_ARGS"); args != "" {
-		ev.Attrs["args"] = args
 	}
 	for k, v := range p.attrs {
 		ev.Attrs[k] = v

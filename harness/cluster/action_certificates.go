@@ -2,8 +2,9 @@ package cluster
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
+
+	"github.com/plugsim/plugsim/internal/atomicfile"
 )
 
 // certificates writes the cluster's PKI into DIR/pki and the components' kubeconfigs into
@@ -21,7 +22,7 @@ func (certificates) Execute(c *actionContext) error {
 		return err
 	}
 	dir := c.path("pki")
-	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), c.ca.pem, 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "ca.crt"), c.ca.pem, 0o644); err != nil {
 		return err
 	}
 	caKey, err := c.ca.keyPEM()
@@ -29,7 +30,7 @@ func (certificates) Execute(c *actionContext) error {
 		return err
 	}
 	// The controller-manager signs CSRs (kubelet serving and client rotation) with it.
-	if err := os.WriteFile(filepath.Join(dir, "ca.key"), caKey, 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "ca.key"), caKey, 0o600); err != nil {
 		return err
 	}
 	if err := serviceAccountKeys(dir); err != nil {
@@ -58,7 +59,7 @@ func (certificates) Execute(c *actionContext) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "front-proxy-ca.crt"), fp.pem, 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "front-proxy-ca.crt"), fp.pem, 0o644); err != nil {
 		return err
 	}
 	fpClient, err := fp.issue(certSpec{cn: "front-proxy-client", client: true})
@@ -81,7 +82,7 @@ func (certificates) Execute(c *actionContext) error {
 	}
 	inside := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
 	for _, name := range append([]string{"controller-manager", "scheduler", snapshotController}, sidecars...) {
-		if err := os.WriteFile(c.path("kubeconfigs", name+".kubeconfig"), kubeconfig(inside, c.ca.pem, name, kps[name]), 0o600); err != nil {
+		if err := atomicfile.Write(c.path("kubeconfigs", name+".kubeconfig"), kubeconfig(inside, c.ca.pem, name, kps[name]), 0o600); err != nil {
 			return err
 		}
 	}

@@ -82,13 +82,14 @@ func (csiDriver) Execute(c *actionContext) error {
 	return nil
 }
 
-// csiNodePlugins starts node i's csi-fake node plugin and the ephemeral-only driver in its namespace.
+// csiNodePlugins starts node i's csi-fake node plugin and the ephemeral-only driver in its namespaces
+// (its publishes must be in the mount namespace its kubelet and cri-fake see).
 func csiNodePlugins(c *actionContext, i int) error {
 	name := nodeName(i)
 	netns := fmt.Sprintf("%s-%s", c.st.Prefix, name)
 	nd := c.path("nodes", name)
 	csiSock := filepath.Join(nd, "kubelet/plugins", driverName, "csi.sock")
-	if _, err := c.startProc(name+"-csi-fake", netns, c.bin("csi-fake"), []string{
+	if _, err := c.startNodeProc(name+"-csi-fake", netns, nd, c.bin("csi-fake"), []string{
 		"--endpoint", "unix://" + csiSock, "--mode", "node", "--node-id", name,
 		"--state-dir", filepath.Join(nd, "state/csi"),
 		// Network-attached storage, as a SAN or a zone's cloud disks are: every node reports the one
@@ -103,7 +104,7 @@ func csiNodePlugins(c *actionContext, i int) error {
 	}
 	// The ephemeral-only driver (like Calico's csi.tigera.io): a node plugin with no controller and no
 	// sidecar, registering itself so the kubelet adds it to the node's CSINode and publishes inline volumes.
-	if _, err := c.startProc(name+"-csi-fake-ephemeral", netns, c.bin("csi-fake"), []string{
+	if _, err := c.startNodeProc(name+"-csi-fake-ephemeral", netns, nd, c.bin("csi-fake"), []string{
 		"--ephemeral-only", "--driver-name", ephemeralDriver,
 		"--endpoint", "unix://" + filepath.Join(nd, "kubelet/plugins", ephemeralDriver, "csi.sock"), "--node-id", name,
 		"--state-dir", filepath.Join(nd, "state/csi-ephemeral"),

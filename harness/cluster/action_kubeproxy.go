@@ -6,9 +6,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/plugsim/plugsim/internal/atomicfile"
 )
 
 // kubeProxy runs the real kube-proxy v1.37.2 on every node, in the node's network namespace, as k3s runs
@@ -36,10 +37,10 @@ func (kubeProxy) Execute(c *actionContext) error {
 	inside := fmt.Sprintf("https://%s:%d", cpAddr, apiPort)
 	for _, n := range nodes {
 		nd := c.path("nodes", n.Name)
-		if err := os.WriteFile(filepath.Join(nd, "kube-proxy.kubeconfig"), kubeconfig(inside, c.ca.pem, "system:kube-proxy", kp), 0o600); err != nil {
+		if err := atomicfile.Write(filepath.Join(nd, "kube-proxy.kubeconfig"), kubeconfig(inside, c.ca.pem, "system:kube-proxy", kp), 0o600); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(nd, "kube-proxy.yaml"), kubeProxyConfig(nd, n.Name), 0o600); err != nil {
+		if err := atomicfile.Write(filepath.Join(nd, "kube-proxy.yaml"), kubeProxyConfig(nd, n.Name), 0o600); err != nil {
 			return err
 		}
 		if _, err := c.startProc(n.Name+"-kube-proxy", n.Netns, c.bin("kube"), []string{"kube-proxy", "--config", filepath.Join(nd, "kube-proxy.yaml")}); err != nil {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/plugsim/plugsim/internal/atomicfile"
 )
 
 // nodes starts every node: a network namespace with a veth on the control-plane bridge, the node's
@@ -24,8 +26,8 @@ func (nodes) Execute(c *actionContext) error {
 	return nil
 }
 
-// startNode makes node i: its namespace and veth, its certificates and configuration, and starts
-// cri-fake and the kubelet in it.
+// startNode makes node i: its network namespace and veth, its certificates and configuration, its mount
+// namespace, and starts cri-fake and the kubelet in them.
 func startNode(c *actionContext, i int) error {
 	name, ip := nodeName(i), nodeIP(i)
 	netns := fmt.Sprintf("%s-%s", c.st.Prefix, name)
@@ -56,6 +58,10 @@ func startNode(c *actionContext, i int) error {
 	}
 
 	nd := c.path("nodes", name)
+	// The node's own files, its traces among them, are root's only (0600 files in a 0700 directory).
+	if err := os.MkdirAll(nd, 0o700); err != nil {
+		return err
+	}
 	for _, d := range []string{"kubelet/plugins_registry", "kubelet/plugins/" + driverName, "kubelet/plugins/" + ephemeralDriver, "logs", "cni/net.d", "cni/data", "cri", "state/cri", "state/csi", "state/csi-ephemeral"} {
 		if err := os.MkdirAll(filepath.Join(nd, d), 0o755); err != nil {
 			return err
@@ -79,10 +85,14 @@ func startNode(c *actionContext, i int) error {
 		}
 	}
 	inside := fmt.Sprintf("https://%s:%d", cpAddr, apiPort)
-	if err := os.WriteFile(filepath.Join(nd, "kubelet.kubeconfig"), kubeconfig(inside, c.ca.pem, "system:node:"+name, client), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(nd, "kubelet.kubeconfig"), kubeconfig(inside, c.ca.pem, "system:node:"+name, client), 0o600); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), c.o.KubeletServingCerts), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), c.o.KubeletServingCerts), 0o644); err != nil {
+		return err
+	}
+	// Its mount namespace, which its kubelet, cri-fake and csi-fakes share (mountns.go).
+	if err := makeNodeMountNS(nd); err != nil {
 		return err
 	}
 
@@ -98,7 +108,7 @@ func startNode(c *actionContext, i int) error {
 			return err
 		}
 	}
-	if _, err := c.startProc(name+"-cri-fake", netns, c.bin("cri-fake"), []string{
+	if _, err := c.startNodeProc(name+"-cri-fake", netns, nd, c.bin("cri-fake"), []string{
 		"--runc", runc, "--cgroup-parent", c.st.Prefix + "-" + name + "-programs",
 		"--endpoint", "unix://" + filepath.Join(nd, "cri.sock"),
 		"--root-dir", filepath.Join(nd, "cri"), "--state-dir", filepath.Join(nd, "state/cri"),
@@ -119,12 +129,12 @@ func startNode(c *actionContext, i int) error {
 	return startKubelet(c, i)
 }
 
-// startKubelet starts node i's kubelet in its namespace with the node's configuration file (`up`, and
+// startKubelet starts node i's kubelet in its namespaces with the node's configuration file (`up`, and
 // `harness cluster restart-kubelet` after that file was edited).
 func startKubelet(c *actionContext, i int) error {
 	name, ip := nodeName(i), nodeIP(i)
 	nd := c.path("nodes", name)
-	_, err := c.startProc(name+"-kubelet", fmt.Sprintf("%s-%s", c.st.Prefix, name), c.bin("kubelet"), []string{
+	_, err := c.startNodeProc(name+"-kubelet", fmt.Sprintf("%s-%s", c.st.Prefix, name), nd, c.bin("kubelet"), []string{
 		"--config", filepath.Join(nd, "kubelet.yaml"),
 		"--kubeconfig", filepath.Join(nd, "kubelet.kubeconfig"),
 		"--root-dir", filepath.Join(nd, "kubelet"),

@@ -2,10 +2,11 @@ package cluster
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/plugsim/plugsim/internal/atomicfile"
 )
 
 // podNetwork waits for every node's pod CIDR, writes each node's conflist (into its conf dir unless
@@ -39,7 +40,7 @@ func (podNetwork) Execute(c *actionContext) error {
 	for _, n := range nodes {
 		nd := c.path("nodes", n.Name)
 		conf := conflist(nd, n.PodCIDR)
-		if err := os.WriteFile(filepath.Join(nd, "cni", "plugsim.conflist"), conf, 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(nd, "cni", "plugsim.conflist"), conf, 0o644); err != nil {
 			return err
 		}
 		if !c.o.EmptyCNI {

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"time"
+
+	"github.com/plugsim/plugsim/internal/atomicfile"
 )
 
 // apiRelay starts `harness cluster relay`: it listens on the host's 127.0.0.1 (the socket made here and
@@ -35,7 +36,7 @@ func (apiRelay) Execute(c *actionContext) error {
 		return err
 	}
 	server := fmt.Sprintf("https://127.0.0.1:%d", c.st.Port)
-	if err := os.WriteFile(c.path("kubeconfig"), kubeconfig(server, c.ca.pem, "admin", c.adminKP), 0o600); err != nil {
+	if err := atomicfile.Write(c.path("kubeconfig"), kubeconfig(server, c.ca.pem, "admin", c.adminKP), 0o600); err != nil {
 		return err
 	}
 	pool := x509.NewCertPool()

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
+
+	"github.com/plugsim/plugsim/internal/atomicfile"
 )
 
 // `up` is an ordered list of actions that share one context, in the shape of kind's cluster creation
@@ -121,18 +123,33 @@ func (c *actionContext) step(format string, args ...any) {
 
 // startProc starts a process in network namespace netns (the host's when empty) with only that namespace
 // entered (nsenter --net, as the standalone kubelet suite does: `ip netns exec` also remounts /sys, and
-// the kubelet then finds no cgroup mounts). It runs in a session of its own, so it outlives `up`; its
-// output goes to DIR/logs/NAME.log.
+// the kubelet then finds no cgroup mounts). It runs in a session of its own, so it outlives `up`, working
+// in DIR (what `down` checks before it signals it: Process.ours); its output goes to DIR/logs/NAME.log
+// (0600: a component's log can hold what its requests carried).
 func (c *actionContext) startProc(name, netns, bin string, args []string, extra ...*os.File) (*exec.Cmd, error) {
+	return c.startIn(name, netns, "", bin, args, extra...)
+}
+
+// startNodeProc starts one of node nd's processes (its kubelet, cri-fake, csi-fakes) in the node's
+// network namespace and its mount namespace (mountns.go), working in DIR there too (nsenter --wd: entering
+// a mount namespace would otherwise leave it at the namespace's root).
+func (c *actionContext) startNodeProc(name, netns, nd, bin string, args []string) (*exec.Cmd, error) {
+	return c.startIn(name, netns, nodeMountNS(nd), bin, args)
+}
+
+func (c *actionContext) startIn(name, netns, mntns, bin string, args []string, extra ...*os.File) (*exec.Cmd, error) {
 	logPath := c.path("logs", name+".log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close()
 	c.logs = append(c.logs, logPath)
 	argv := append([]string{bin}, args...)
-	if netns != "" {
+	switch {
+	case mntns != "":
+		argv = append([]string{"nsenter", "--net=" + nsPath(netns), "--mount=" + mntns, "--wd=" + c.o.Dir, "--"}, argv...)
+	case netns != "":
 		argv = append([]string{"nsenter", "--net=" + nsPath(netns), "--"}, argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -247,10 +264,11 @@ func ipCmds(cmds [][]string) error {
 	return nil
 }
 
-// writeAtomic writes through a temporary file and a rename, so cri-fake's watch never reads half a file.
+// writeAtomic writes through a temporary file and a rename (never through a symlink), so cri-fake's watch
+// never reads half a file. The temporary file is made beside the watched directory, not in it.
 func writeAtomic(path string, b []byte) error {
 	tmp := filepath.Join(filepath.Dir(filepath.Dir(path)), "."+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := atomicfile.Write(tmp, b, 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
@@ -259,7 +277,7 @@ func writeAtomic(path string, b []byte) error {
 // apply writes a manifest into DIR/manifests (so a user can read what the cluster was given) and applies it.
 func (c *actionContext) apply(name string, manifest []byte, flags ...string) error {
 	p := c.path("manifests", name)
-	if err := os.WriteFile(p, manifest, 0o644); err != nil {
+	if err := atomicfile.Write(p, manifest, 0o644); err != nil {
 		return err
 	}
 	return c.kubectl(append([]string{"apply"}, append(flags, "-f", p)...)...)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"io"
 	"log"
 	"net"
@@ -113,17 +114,22 @@ func TestAddresses(t *testing.T) {
 	}
 }
 
-// A process is alive only with its own start time: a reused pid is not ours.
-func TestProcessAlive(t *testing.T) {
+// A process is the cluster's only with its own start time (a reused pid is not ours) and working in the
+// cluster's directory (a pid a state file merely names is not ours either).
+func TestProcessOurs(t *testing.T) {
 	start, err := procStart(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !(Process{PID: os.Getpid(), Start: start}).alive() {
-		t.Error("this process is not alive")
+	cwd, _ := os.Getwd()
+	if err := (Process{PID: os.Getpid(), Start: start}).ours(cwd); err != nil {
+		t.Errorf("this process, in its own directory: %v", err)
 	}
-	if (Process{PID: os.Getpid(), Start: start + 1}).alive() {
-		t.Error("a process with another start time counts as alive")
+	if err := (Process{PID: os.Getpid(), Start: start + 1}).ours(cwd); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("another start time: %v, want ErrNotExist", err)
+	}
+	if err := (Process{PID: os.Getpid(), Start: start}).ours(t.TempDir()); err == nil {
+		t.Error("a process working elsewhere counts as the cluster's")
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -24,19 +25,26 @@ import (
 const stopGrace = 10 * time.Second
 
 // Down stops the cluster in dir and takes away what it made: its processes (kubelets first, so none
-// restarts a pod the fakes are tearing down), every mount under dir (each kubelet's bind-mounted root dir,
-// the tmpfs of secret and projected volumes, cri-fake's pod network namespaces), and its network
-// namespaces (with them the veths, routes and portmap's iptables rules, which live only there). It keeps
-// the logs and the certificates. With nothing to stop it does nothing and says so.
+// restarts a pod the fakes are tearing down), each node's mount namespace with the mounts in it (each
+// kubelet's bind-mounted root dir, the tmpfs of secret and projected volumes, csi-fake's publishes,
+// cri-fake's pod network namespaces), every mount under dir, and its network namespaces (with them the
+// veths, routes and portmap's iptables rules, which live only there). It keeps the logs and the
+// certificates. With nothing to stop it does nothing and says so.
+//
+// It acts only on what is the cluster's own, whatever DIR/cluster.json says: a directory another local
+// user made or could change is refused (CheckDir); a process is signalled only when it is still the
+// one `up` started (the recorded pid and start time, working in dir); a network namespace is deleted
+// only when its name starts with the prefix derived from dir itself (PrefixFor), never the file's.
 func Down(dir string, out io.Writer) error {
 	st, err := ReadState(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		// No state: `up` never ran here, or `down` already ran. Namespaces named for dir can still be
 		// there if `up` crashed before its first save; they are found by name.
-		st = &State{Dir: dir, Prefix: PrefixFor(dir)}
+		st = &State{Dir: dir}
 	} else if err != nil {
 		return err
 	}
+	prefix := PrefixFor(dir)
 	did := false
 
 	// In tiers, each waited for: the kubelets (so none restarts a pod the fakes are tearing down), then
@@ -45,7 +53,10 @@ func Down(dir string, out io.Writer) error {
 	tiers := make([][]Process, 4)
 	n := 0
 	for _, p := range st.Procs {
-		if !p.alive() {
+		if err := p.ours(dir); err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
+				fmt.Fprintf(out, "not stopping %s: %v\n", p.Name, err)
+			}
 			continue
 		}
 		n++
@@ -62,7 +73,7 @@ func Down(dir string, out io.Writer) error {
 	}
 	for _, group := range tiers {
 		if len(group) > 0 {
-			if killed := stop(group); len(killed) > 0 {
+			if killed := stop(group, dir); len(killed) > 0 {
 				fmt.Fprintf(out, "killed after %v without exiting on TERM: %s\n", stopGrace, strings.Join(killed, ", "))
 			}
 			did = true
@@ -78,6 +89,14 @@ func Down(dir string, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("program containers of %s: %w", filepath.Base(nd), err)
 		}
+	}
+	// Each node's mount namespace, found by the layout of dir (not by the state file).
+	for _, nd := range nodeDirs(dir) {
+		m, err := clearNodeMountNS(nd)
+		if err != nil {
+			return err
+		}
+		did = did || m > 0
 	}
 
 	// Deepest first: a mount under another must go before it.
@@ -99,9 +118,7 @@ func Down(dir string, out io.Writer) error {
 	names := append([]string{}, st.Netns...)
 	if entries, err := os.ReadDir("/var/run/netns"); err == nil {
 		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), st.Prefix+"-") {
-				names = append(names, e.Name())
-			}
+			names = append(names, e.Name())
 		}
 	}
 	seen := map[string]bool{}
@@ -110,6 +127,12 @@ func Down(dir string, out io.Writer) error {
 			continue
 		}
 		seen[n] = true
+		if !strings.HasPrefix(n, prefix+"-") {
+			if slices.Contains(st.Netns, n) {
+				fmt.Fprintf(out, "not deleting network namespace %s: the state file names it, but this cluster's are named %s-*\n", n, prefix)
+			}
+			continue
+		}
 		if _, err := os.Stat(nsPath(n)); err != nil {
 			continue
 		}
@@ -147,26 +170,27 @@ func nodeDirs(dir string) []string {
 // stop sends TERM to each process, waits for all of them up to stopGrace, then KILLs what is left, and
 // returns the names of those. Each was started in a session of its own, so its process group is its pid:
 // children it forked go too.
-func stop(procs []Process) (killed []string) {
+func stop(procs []Process, dir string) (killed []string) {
+	alive := func(p Process) bool { return p.ours(dir) == nil }
 	for _, p := range procs {
 		syscall.Kill(-p.PID, syscall.SIGTERM)
 		syscall.Kill(p.PID, syscall.SIGTERM)
 	}
 	deadline := time.Now().Add(stopGrace)
 	for time.Now().Before(deadline) {
-		alive := 0
+		running := 0
 		for _, p := range procs {
-			if p.alive() {
-				alive++
+			if alive(p) {
+				running++
 			}
 		}
-		if alive == 0 {
+		if running == 0 {
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	for _, p := range procs {
-		if p.alive() {
+		if alive(p) {
 			syscall.Kill(-p.PID, syscall.SIGKILL)
 			syscall.Kill(p.PID, syscall.SIGKILL)
 			killed = append(killed, p.Name)
@@ -175,7 +199,7 @@ func stop(procs []Process) (killed []string) {
 	for end := time.Now().Add(stopGrace); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		left := false
 		for _, p := range procs {
-			left = left || p.alive()
+			left = left || alive(p)
 		}
 		if !left {
 			return killed
@@ -184,8 +208,8 @@ func stop(procs []Process) (killed []string) {
 	return killed
 }
 
-// mountsUnder lists the mount points at or below dir in this mount namespace (the kubelets run in the
-// host's: only their network namespace is their own).
+// mountsUnder lists the mount points at or below dir in this mount namespace (the host's: what each node
+// mounts is in its own, see clearNodeMountNS).
 func mountsUnder(dir string) []string {
 	b, _ := os.ReadFile("/proc/self/mountinfo")
 	var out []string

@@ -10,9 +10,10 @@ import (
 	"fmt"
 	"math/big"
 	"net"
-	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/plugsim/plugsim/internal/atomicfile"
 )
 
 // certValidity is long enough for any session on the fakes; the certificates die with the directory.
@@ -120,10 +121,10 @@ func serial() *big.Int {
 
 // write stores the pair as DIR/NAME.crt and DIR/NAME.key (the key readable by root only).
 func (kp keyPair) write(dir, name string) error {
-	if err := os.WriteFile(filepath.Join(dir, name+".crt"), kp.cert, 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, name+".crt"), kp.cert, 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, name+".key"), kp.key, 0o600)
+	return atomicfile.Write(filepath.Join(dir, name+".key"), kp.key, 0o600)
 }
 
 // serviceAccountKeys makes the key pair the API server signs service-account tokens with
@@ -142,10 +143,10 @@ func serviceAccountKeys(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "sa.key"), priv, 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "sa.key"), priv, 0o600); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
+	return atomicfile.Write(filepath.Join(dir, "sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
 }
 
 // kubeconfig is a kubeconfig file for one client certificate against one server.

@@ -51,11 +51,11 @@ func RestartKubelet(dir, binDir string, names []string, out io.Writer, timeout t
 	for _, name := range names {
 		var old []Process
 		for _, p := range st.Procs {
-			if p.Name == name+"-kubelet" && p.alive() {
+			if p.Name == name+"-kubelet" && p.ours(dir) == nil {
 				old = append(old, p)
 			}
 		}
-		if killed := stop(old); len(killed) > 0 {
+		if killed := stop(old, dir); len(killed) > 0 {
 			c.step("%s's kubelet killed after %v without exiting on TERM", name, stopGrace)
 		}
 		st.mu.Lock()

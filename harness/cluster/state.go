@@ -1,17 +1,15 @@
 package cluster
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/plugsim/plugsim/internal/atomicfile"
+	"github.com/plugsim/plugsim/internal/hostproc"
+	"github.com/plugsim/plugsim/internal/statedir"
 )
 
 // StateFile, in the cluster's directory, lists everything `up` made that outlives it: processes, network
@@ -38,7 +36,7 @@ type State struct {
 }
 
 // Process is one process `up` started, with its start time (field 22 of /proc/PID/stat, in clock ticks
-// since boot), so `down` never signals a process that reused the pid after ours exited.
+// since boot), so `down` never signals a process that reused the pid after ours exited (Process.ours).
 type Process struct {
 	Name  string `json:"name"`
 	PID   int    `json:"pid"`
@@ -53,8 +51,21 @@ type Node struct {
 	PodCIDR string `json:"podCIDR,omitempty"`
 }
 
-// ReadState reads DIR/cluster.json; a missing file is an error that satisfies errors.Is(err, os.ErrNotExist).
+// Skip are the subtrees of a cluster's directory that CheckDir does not walk: the pods' own data, which
+// belongs to whatever user a container runs as (each node kubelet's pods/ with its volumes, cri-fake's
+// pod directories, the volumes and snapshots of the network-attached storage).
+var Skip = []string{"nodes/*/kubelet/pods", "nodes/*/cri", "csi/state/volumes", "csi/state/snapshots"}
+
+// CheckDir refuses a cluster directory that another local user made or could change (internal/statedir):
+// what `up`, `down` and the live view act on in it must be root's.
+func CheckDir(dir string) error { return statedir.Check(dir, Skip...) }
+
+// ReadState reads DIR/cluster.json after CheckDir; a missing file (or directory) is an error that
+// satisfies errors.Is(err, os.ErrNotExist).
 func ReadState(dir string) (*State, error) {
+	if err := CheckDir(dir); err != nil {
+		return nil, err
+	}
 	b, err := os.ReadFile(filepath.Join(dir, StateFile))
 	if err != nil {
 		return nil, err
@@ -66,7 +77,8 @@ func ReadState(dir string) (*State, error) {
 	return &st, nil
 }
 
-// save writes the state through package atomicfile, so a crash never leaves half a file.
+// save writes the state through package atomicfile (0600, never through a symlink), so a crash never
+// leaves half a file.
 func (st *State) save() error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -74,7 +86,7 @@ func (st *State) save() error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(filepath.Join(st.Dir, StateFile), append(b, '\n'), 0o644)
+	return atomicfile.Write(filepath.Join(st.Dir, StateFile), append(b, '\n'), 0o600)
 }
 
 func (st *State) addNetns(name string) error {
@@ -92,29 +104,9 @@ func (st *State) addProcess(p Process) error {
 }
 
 // procStart returns the start time of a process from /proc/PID/stat, or an error when it is gone.
-func procStart(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) is in parentheses and may hold spaces: count fields after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("malformed /proc stat")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// After ')' come field 3 (state) onwards: the start time, field 22, is f[19].
-	if len(f) < 20 {
-		return 0, errors.New("short /proc stat")
-	}
-	if f[0] == "Z" {
-		return 0, os.ErrNotExist // a zombie has finished; only its parent's wait is left
-	}
-	return strconv.ParseUint(f[19], 10, 64)
-}
+func procStart(pid int) (uint64, error) { return hostproc.Start(pid) }
 
-// alive reports whether the recorded process still runs (same pid and same start time).
-func (p Process) alive() bool {
-	s, err := procStart(p.PID)
-	return err == nil && s == p.Start
-}
+// ours reports, as nil, that the recorded process still runs and is the one `up` started for the cluster
+// in dir: the same pid and start time, working in dir (startProc starts every process there). A state
+// file that names any other process, planted or stale, never gets it signalled.
+func (p Process) ours(dir string) error { return hostproc.Verify(p.PID, p.Start, dir) }

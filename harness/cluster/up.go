@@ -9,6 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/plugsim/plugsim/internal/atomicfile"
+	"github.com/plugsim/plugsim/internal/statedir"
 )
 
 // Options say what `up` starts.
@@ -59,6 +62,11 @@ func Up(o Options) (err error) {
 	}
 	if !filepath.IsAbs(o.Dir) {
 		return fmt.Errorf("the directory must be absolute: %q", o.Dir)
+	}
+	// Checked (made 0700 when new) before anything reads its state or acts on it: a directory another
+	// local user made or could change is refused, naming its owner and mode.
+	if err := statedir.Prepare(o.Dir, Skip...); err != nil {
+		return err
 	}
 	// A unix socket path has at most 107 bytes; the deepest is each node's registration socket of the
 	// ephemeral-only driver (kubelet/plugins/<driver>/csi.sock is 9 bytes shorter).
@@ -125,9 +133,11 @@ func Up(o Options) (err error) {
 // prepareDir makes DIR, or clears it when it is a cluster's left from before; any other non-empty
 // directory is refused, so `up` never deletes a user's files.
 func prepareDir(dir string) error {
-	if st, err := ReadState(dir); err == nil {
+	st, err := ReadState(dir)
+	switch {
+	case err == nil:
 		for _, p := range st.Procs {
-			if p.alive() {
+			if p.ours(dir) == nil {
 				return fmt.Errorf("a cluster is up in %s (%s, pid %d): stop it with `harness cluster down --dir %s`", dir, p.Name, p.PID, dir)
 			}
 		}
@@ -135,6 +145,8 @@ func prepareDir(dir string) error {
 		if err := Down(dir, io.Discard); err != nil {
 			return fmt.Errorf("clearing what the cluster before left in %s: %w", dir, err)
 		}
+	case !errors.Is(err, os.ErrNotExist):
+		return err
 	}
 	entries, err := os.ReadDir(dir)
 	switch {
@@ -159,5 +171,5 @@ func prepareDir(dir string) error {
 			return err
 		}
 	}
-	return os.WriteFile(filepath.Join(dir, markerFile), []byte("a plugsim cluster: harness cluster up/down own this directory\n"), 0o644)
+	return atomicfile.Write(filepath.Join(dir, markerFile), []byte("a plugsim cluster: harness cluster up/down own this directory\n"), 0o644)
 }

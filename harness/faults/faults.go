@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/plugsim/plugsim/harness/faults/rules"
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 // The rule language, from package rules.
@@ -205,10 +206,20 @@ func grpcCode(name string) (codes.Code, bool) {
 // ProtoFields looks fields up in a protobuf message by dotted proto field names (the JSON names
 // work too): "config.metadata.name", "image.image", "volume_id". Map entries are reached by key
 // ("config.labels.app").
+//
+// It sees the message as the trace shows it (trace.Redact): a secret (a CRI AuthConfig's password,
+// auth and tokens, every CSI field marked csi_secret) reads as trace.Redacted. A rule can match
+// only what the trace would show, so its matched count can never reveal a redacted value (issue 24:
+// one silent rule per character of "auth.password" and the counts read back recovered it).
 func ProtoFields(m proto.Message) Fields {
+	redacted := false
 	return func(p string) (string, bool) {
 		if m == nil {
 			return "", false
+		}
+		if !redacted {
+			// On the first lookup only: most calls of a fake with rules match on the method alone.
+			m, redacted = trace.Redact(m), true
 		}
 		msg := m.ProtoReflect()
 		parts := strings.Split(p, ".")

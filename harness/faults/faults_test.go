@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plugsim/plugsim/harness/trace"
 )
 
 func TestCheckMatching(t *testing.T) {
@@ -241,5 +244,56 @@ func TestInjectNamesTheRule(t *testing.T) {
 	var nilSet *Set
 	if f, err := nilSet.Inject(context.Background(), "/x/Y", nil); f != "" || err != nil || nilSet.Rules() != nil {
 		t.Fatal("a nil set injects")
+	}
+}
+
+// Issue 24, 2: a silent rule per guess ("after" so large it never fires) and its matched count read
+// back recovered a `crictl pull --creds` password and a CSI secret. Rules see the request as the trace
+// shows it: a secret reads as trace.Redacted, so no guess ever matches and the counts say nothing,
+// while the fields the trace shows still match.
+func TestRulesCannotObserveRedactedFields(t *testing.T) {
+	pull := &runtimeapi.PullImageRequest{
+		Image: &runtimeapi.ImageSpec{Image: "registry.example/app:1"},
+		Auth:  &runtimeapi.AuthConfig{Username: "alice", Password: "s3cret", Auth: "YWxpY2U6czNjcmV0", RegistryToken: "tok"},
+	}
+	create := &csi.CreateVolumeRequest{Name: "pvc-1", Secrets: map[string]string{"key": "v4lue"}}
+	s := NewSet(1)
+	var ids []string
+	for _, r := range []Rule{
+		{Method: "PullImage", Match: map[string]string{"auth.password": "s*"}, After: 1_000_000_000, Code: "Unavailable"},
+		{Method: "PullImage", Match: map[string]string{"auth.password": "s3cret"}, After: 1_000_000_000, Code: "Unavailable"},
+		{Method: "PullImage", Match: map[string]string{"auth.auth": "Y*"}, After: 1_000_000_000, Code: "Unavailable"},
+		{Method: "PullImage", Match: map[string]string{"auth.registry_token": "t*"}, After: 1_000_000_000, Code: "Unavailable"},
+		{Method: "CreateVolume", Match: map[string]string{"secrets.key": "v*"}, After: 1_000_000_000, Code: "Unavailable"},
+		// What the trace shows matches as before.
+		{Method: "PullImage", Match: map[string]string{"auth.username": "alice", "image.image": "registry.example/*"}, After: 1_000_000_000, Code: "Unavailable"},
+		{Method: "CreateVolume", Match: map[string]string{"name": "pvc-1", "secrets.key": trace.Redacted}, After: 1_000_000_000, Code: "Unavailable"},
+	} {
+		got, err := s.Add(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, got...)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := s.Inject(context.Background(), "/runtime.v1.ImageService/PullImage", pull); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Inject(context.Background(), "/csi.v1.Controller/CreateVolume", create); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, id := range ids {
+		r, _ := s.Rule(id)
+		want := 0
+		if i >= 5 {
+			want = 3
+		}
+		if r.Matched != want {
+			t.Errorf("rule %s (match %v) matched %d calls, want %d", id, r.Match, r.Matched, want)
+		}
+	}
+	if pull.Auth.Password != "s3cret" || create.Secrets["key"] != "v4lue" {
+		t.Errorf("matching changed the request itself: %v %v", pull.Auth, create.Secrets)
 	}
 }

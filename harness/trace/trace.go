@@ -106,7 +106,7 @@ func New(opts Options) (*Recorder, error) {
 }
 
 func (r *Recorder) openFile() error {
-	f, err := os.OpenFile(r.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := event.OpenAppend(r.path)
 	if err != nil {
 		return fmt.Errorf("open trace file: %w", err)
 	}

@@ -41,6 +41,10 @@ func ForNode(st wiring.State) (Options, error) {
 // fault rules of the fakes that serve an admin socket (cluster.FaultEndpoints).
 func ForCluster(dir string) (Options, error) {
 	o := Options{From: "the cluster in " + dir}
+	// The files it follows and the faults files it writes must be root's (issue 24).
+	if err := cluster.CheckDir(dir); err != nil {
+		return o, err
+	}
 	files, err := collect.ClusterTraceFiles(dir)
 	if err != nil {
 		return o, err

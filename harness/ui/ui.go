@@ -22,14 +22,31 @@
 //	DELETE /api/faults/{target}   remove the target's rules
 //	POST   /api/export?format=svg|jsonl   {"ids": [...]}: those calls as diagram.SVG or JSON lines
 //
-// Requests that change something need the header X-Plugsim-UI (a page of another origin cannot send
-// it without a CORS preflight, which is never granted), and every request's Host must be the
-// listener's own when it listens on loopback (a DNS-rebinding page names another host).
+// Only the user who started the view may use it. Every /api/ request carries the view's token, a
+// random 128-bit value the harness prints in the page's URL (http://127.0.0.1:PORT/#token=…) to that
+// user's terminal and nowhere else: in the header X-Plugsim-UI, or, for the event stream (an
+// EventSource cannot send headers), as ?token=. The fragment never reaches the server; the page keeps
+// the token in its tab's sessionStorage. A TCP port on loopback is open to every local user, and a
+// unix socket (the admin socket's mode) would keep them out as well but no browser can open one: the
+// token keeps the browser (and the browser tests, and the screenshots) while refusing the other
+// users, who could POST fault rules and read every call before (issue 24). A page of another origin
+// cannot learn the token, nor send the header without a CORS preflight, which is never granted; and
+// every request's Host must be the listener's own when it listens on loopback (a DNS-rebinding page
+// names another host). The page's own files (/, app.js, app.css) are the same for everyone and need
+// no token.
+//
+// What the server holds is bounded whatever a client does: the ring (Capacity calls, MaxBytes), the
+// event streams (MaxClients at once, each with at most maxClientQueueBytes queued and writes that
+// must progress within WriteTimeout, or the stream is dropped), an export (each call once, at most
+// the ring), a fault rule's body (1 MiB; the fakes bound their rules: harness/faults/rules).
 package ui
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,10 +54,12 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/plugsim/plugsim/harness/collect"
@@ -63,9 +82,34 @@ const (
 	// chain it was part of (recorded when the whole chain has returned) before it is shown alone:
 	// a CNI call the harness made itself (a scenario's cni step) has no such record.
 	cniFoldWait = 2 * time.Second
-	// maxClientQueue bounds the batches queued for one page; a page that falls further behind
-	// loses batches (and is told how many calls it lost) rather than growing the server's memory.
-	maxClientQueue = 256
+	// cniChainWait is how long a line of a call cri-fake made waits instead: cri-fake records every
+	// chain it runs, but only once the plugins after cni-fake (portmap and the iptables commands it
+	// runs) have returned, which took more than cniFoldWait on a loaded machine, and the ADD was then
+	// drawn twice. The record folds the line as soon as it arrives; the wait only bounds a record that
+	// never comes.
+	cniChainWait = time.Minute
+	// chainRecorder is the caller cni-fake's line names when cri-fake ran it (cni-fake's default).
+	chainRecorder = "cri-fake"
+	// maxHeld bounds the plugin lines waiting for their chain's record; past it the oldest are shown.
+	maxHeld = 10000
+	// maxClientQueue bounds the batches queued for one page, and maxClientQueueBytes their size; a
+	// page that falls further behind loses batches (and is told how many calls it lost) rather than
+	// growing the server's memory.
+	maxClientQueue      = 256
+	maxClientQueueBytes = 8 << 20
+	// MaxClients is how many event streams (pages) the view serves at once: 1,000 streams that never
+	// read took it to 1.39 GB before (issue 24). One more is answered 503.
+	MaxClients = 16
+	// DefaultWriteTimeout is how long one write to a page may block (its reader stopped reading)
+	// before the stream is dropped; the page reconnects by itself, resuming after the last call it got.
+	DefaultWriteTimeout = 30 * time.Second
+	// maxRuleBody bounds a fault rule's JSON, as the admin socket does (the rules' own bounds,
+	// harness/faults/rules, are far below it and say which one a rule broke); maxExportBody an
+	// export's list of ids (Capacity ids of 20 digits fit).
+	maxRuleBody   = 1 << 20
+	maxExportBody = 1 << 20
+	// TokenHeader carries the view's token on every /api/ request but the event stream's.
+	TokenHeader = "X-Plugsim-UI"
 )
 
 // Feed is where calls come from: it calls emit with each event, in the order its source recorded
@@ -105,6 +149,12 @@ type Options struct {
 	FlushEvery time.Duration
 	// Logf reports a feed's errors (nil: dropped).
 	Logf func(format string, args ...any)
+	// Token is what every /api/ request must carry (see the package comment); empty means a new
+	// random one (Server.Token, Server.URL).
+	Token string
+	// WriteTimeout is how long one write to a page may block before its stream is dropped (0:
+	// DefaultWriteTimeout).
+	WriteTimeout time.Duration
 }
 
 // Summary is what the page draws of a call; the request and response stay on the server until the
@@ -135,7 +185,7 @@ type Server struct {
 	mu      sync.Mutex
 	pending []trace.Event
 	held    []arrival // cni-fake's own lines waiting for their chain's record
-	chains  []arrival // the runtime's records of whole chains, kept cniFoldWait for those lines
+	chains  []arrival // the runtime's records of whole chains, kept 2*cniFoldWait for those lines
 	ring    []stored  // ids increasing
 	bytes   int
 	nextID  uint64
@@ -173,8 +223,9 @@ type Stats struct {
 }
 
 type client struct {
-	ch   chan []byte
-	lost uint64 // under Server.mu
+	ch     chan []byte
+	lost   uint64       // under Server.mu
+	queued atomic.Int64 // bytes in ch
 }
 
 // New returns a server; Run starts following its feeds.
@@ -191,8 +242,16 @@ func New(o Options) *Server {
 	if o.FlushEvery <= 0 {
 		o.FlushEvery = DefaultFlushEvery
 	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
 	if o.Title == "" {
 		o.Title = "live boundary view"
+	}
+	if o.Token == "" {
+		b := make([]byte, 16)
+		rand.Read(b) // never fails (crypto/rand: it panics rather than return an error)
+		o.Token = hex.EncodeToString(b)
 	}
 	return &Server{o: o, clients: map[*client]struct{}{}, pods: newPodIndex(), lastSeq: map[string]uint64{}}
 }
@@ -262,39 +321,43 @@ func (s *Server) flush(now time.Time) {
 		}
 	}
 	s.pending = s.pending[:0]
-	// The plugin lines that waited long enough join the batch; FoldCNI over the chains seen
-	// recently and the batch drops those a chain's record covers.
-	keep := s.held[:0]
-	for _, h := range s.held {
-		if now.Sub(h.at) >= cniFoldWait {
-			batch = append(batch, h.ev)
-		} else {
-			keep = append(keep, h)
-		}
-	}
-	s.held = keep
-	recent := s.chains[:0]
-	for _, c := range s.chains {
-		if now.Sub(c.at) < 2*cniFoldWait {
-			recent = append(recent, c)
-		}
-	}
-	s.chains = recent
-	if len(batch) == 0 {
-		s.mu.Unlock()
-		return
-	}
-	in := make([]trace.Event, 0, len(s.chains)+len(batch))
-	for _, c := range s.chains {
-		in = append(in, c.ev)
-	}
-	in = append(in, batch...)
-	folded := diagram.FoldCNI(in)[len(s.chains):] // chains are never dropped, so they lead the result
+	// The chains seen recently, this batch's among them, fold the plugin lines they cover (FoldCNI's
+	// key: the verb and the container ID); a line a chain's record will not come for joins the batch
+	// once it has waited long enough (holdFor).
+	old := len(s.chains)
 	for _, ev := range batch {
 		if ev.Interface == trace.CNI && !pluginLine(ev) {
 			s.chains = append(s.chains, arrival{ev, now})
 		}
 	}
+	covered := map[foldKey]bool{}
+	for _, c := range s.chains {
+		covered[foldKeyOf(c.ev)] = true
+	}
+	keep := s.held[:0]
+	for i, h := range s.held {
+		switch {
+		case covered[foldKeyOf(h.ev)]: // drawn as its chain's record
+		case now.Sub(h.at) >= holdFor(h.ev) || len(s.held)-i > maxHeld: // the oldest first
+			batch = append(batch, h.ev)
+		default:
+			keep = append(keep, h)
+		}
+	}
+	clear(s.held[len(keep):])
+	s.held = keep
+	if len(batch) == 0 {
+		s.expireChains(now)
+		s.mu.Unlock()
+		return
+	}
+	in := make([]trace.Event, 0, old+len(batch))
+	for _, c := range s.chains[:old] {
+		in = append(in, c.ev)
+	}
+	in = append(in, batch...)
+	folded := diagram.FoldCNI(in)[old:] // chains are never dropped, so they lead the result
+	s.expireChains(now)
 	folded = collect.Merge(folded)
 	sums := make([]Summary, 0, len(folded))
 	for _, ev := range folded {
@@ -306,6 +369,33 @@ func (s *Server) flush(now time.Time) {
 	s.stats.Shown += uint64(len(sums))
 	s.broadcastLocked(sums)
 	s.mu.Unlock()
+}
+
+// foldKey is what ties cni-fake's own line of a call to the runtime's record of its chain.
+type foldKey struct{ method, container string }
+
+func foldKeyOf(ev trace.Event) foldKey { return foldKey{ev.Method, ev.Attrs["containerID"]} }
+
+// holdFor is how long a plugin line waits for its chain's record: a minute for a call cri-fake made
+// (it records every chain), cniFoldWait for any other (a scenario's own CNI step has no record).
+func holdFor(ev trace.Event) time.Duration {
+	if ev.Caller == chainRecorder {
+		return cniChainWait
+	}
+	return cniFoldWait
+}
+
+// expireChains forgets the chains' records old enough that no line of theirs can still arrive (a
+// line is written before its chain's record, and the feeds poll every 100 ms).
+func (s *Server) expireChains(now time.Time) {
+	recent := s.chains[:0]
+	for _, c := range s.chains {
+		if now.Sub(c.at) < 2*cniFoldWait {
+			recent = append(recent, c)
+		}
+	}
+	clear(s.chains[len(recent):])
+	s.chains = recent
 }
 
 func eventSize(ev trace.Event) int {
@@ -361,8 +451,14 @@ func sseMessage(sums []Summary, lost, missed uint64) []byte {
 func (s *Server) broadcastLocked(sums []Summary) {
 	for c := range s.clients {
 		msg := sseMessage(sums, c.lost, s.stats.Missed)
+		if c.queued.Load()+int64(len(msg)) > maxClientQueueBytes {
+			c.lost += uint64(len(sums))
+			s.stats.Lost += uint64(len(sums))
+			continue
+		}
 		select {
 		case c.ch <- msg:
+			c.queued.Add(int64(len(msg)))
 			s.stats.Delivered += uint64(len(sums))
 		default:
 			c.lost += uint64(len(sums))
@@ -389,6 +485,12 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
+// Token is what every /api/ request must carry.
+func (s *Server) Token() string { return s.o.Token }
+
+// URL is the page's address on the listener at addr, with the token: what the harness prints.
+func (s *Server) URL(addr string) string { return "http://" + addr + "/#token=" + s.o.Token }
+
 // Handler serves the page and its API. addr is the listener's address ("127.0.0.1:8088"): on
 // loopback, requests naming another Host are refused.
 func (s *Server) Handler(addr string) http.Handler {
@@ -403,12 +505,13 @@ func (s *Server) Handler(addr string) http.Handler {
 	mux.HandleFunc("POST /api/faults/{target}", s.addFault)
 	mux.HandleFunc("DELETE /api/faults/{target}", s.clearFaults)
 	mux.HandleFunc("POST /api/export", s.export)
-	return guard(addr, mux)
+	return guard(addr, s.o.Token, mux)
 }
 
-// guard refuses what a page of another site could make a browser send: a Host that is not this
-// listener's (DNS rebinding) on loopback, and a change without the X-Plugsim-UI header.
-func guard(addr string, next http.Handler) http.Handler {
+// guard refuses an /api/ request without the view's token (see the package comment), and what a page
+// of another site could make a browser send: a Host that is not this listener's (DNS rebinding) on
+// loopback.
+func guard(addr, token string, next http.Handler) http.Handler {
 	host, _, _ := net.SplitHostPort(addr)
 	loop := isLoopback(host)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -422,9 +525,15 @@ func guard(addr string, next http.Handler) http.Handler {
 				return
 			}
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Header.Get("X-Plugsim-UI") == "" {
-			http.Error(w, "a change needs the X-Plugsim-UI header (the page sends it)", http.StatusForbidden)
-			return
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			got := r.Header.Get(TokenHeader)
+			if got == "" && r.Method == http.MethodGet && r.URL.Path == "/api/events" {
+				got = r.URL.Query().Get("token")
+			}
+			if subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+				http.Error(w, "this view answers only the user who started it: open the URL the harness printed (it ends in #token=…)", http.StatusForbidden)
+				return
+			}
 		}
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' blob: data:; style-src 'self'; script-src 'self'; connect-src 'self'")
@@ -487,14 +596,18 @@ func (s *Server) meta(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
+	if _, ok := w.(http.Flusher); !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
 	after, _ := strconv.ParseUint(r.Header.Get("Last-Event-ID"), 10, 64)
 	c := &client{ch: make(chan []byte, maxClientQueue)}
 	s.mu.Lock()
+	if len(s.clients) >= MaxClients {
+		s.mu.Unlock()
+		http.Error(w, fmt.Sprintf("the view serves at most %d pages at once: close one", MaxClients), http.StatusServiceUnavailable)
+		return
+	}
 	start := len(s.ring) - s.o.Backlog
 	if after > 0 {
 		start = sort.Search(len(s.ring), func(i int) bool { return s.ring[i].sum.ID > after })
@@ -514,28 +627,41 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
+	// Every write must go through within WriteTimeout: a page that stopped reading is dropped
+	// instead of holding a goroutine and its queue for ever.
+	rc := http.NewResponseController(w)
+	send := func(b []byte) bool {
+		rc.SetWriteDeadline(time.Now().Add(s.o.WriteTimeout))
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
 	io.WriteString(w, "retry: 2000\n\n")
 	for len(backlog) > 0 {
 		n := min(len(backlog), 1000)
-		w.Write(sseMessage(backlog[:n], 0, missed))
+		if !send(sseMessage(backlog[:n], 0, missed)) {
+			return
+		}
 		backlog = backlog[n:]
 	}
-	if len(backlog) == 0 {
-		w.Write(sseMessage(nil, 0, missed)) // says "connected" to a page with nothing to draw yet
+	if !send(sseMessage(nil, 0, missed)) { // says "connected" to a page with nothing to draw yet
+		return
 	}
-	flusher.Flush()
+	backlog = nil
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()
 	for {
 		select {
 		case msg := <-c.ch:
-			if _, err := w.Write(msg); err != nil {
+			c.queued.Add(-int64(len(msg)))
+			if !send(msg) {
 				return
 			}
-			flusher.Flush()
 		case <-ping.C:
-			io.WriteString(w, ": ping\n\n")
-			flusher.Flush()
+			if !send([]byte(": ping\n\n")) {
+				return
+			}
 		case <-r.Context().Done():
 			return
 		}
@@ -595,7 +721,7 @@ func (s *Server) addFault(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRuleBody))
 	dec.DisallowUnknownFields()
 	var rule faults.Rule
 	if err := dec.Decode(&rule); err != nil {
@@ -629,10 +755,18 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 		IDs   []uint64 `json:"ids"`
 		Title string   `json:"title"`
 	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, 16<<20)).Decode(&req); err != nil {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxExportBody)).Decode(&req); err != nil {
 		http.Error(w, "export: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	if len(req.IDs) > s.o.Capacity {
+		http.Error(w, fmt.Sprintf("export: %d ids, more than the %d calls the view holds", len(req.IDs), s.o.Capacity), http.StatusBadRequest)
+		return
+	}
+	// Each call once: an export is at most the ring (Capacity calls, MaxBytes), however often a
+	// request names a call (one 1 MB call named 2,000 times made a 2.1 GB answer before).
+	slices.Sort(req.IDs)
+	req.IDs = slices.Compact(req.IDs)
 	s.mu.Lock()
 	evs := make([]trace.Event, 0, len(req.IDs))
 	for _, id := range req.IDs {

@@ -49,6 +49,7 @@ import (
 	"github.com/plugsim/plugsim/harness/fixtures"
 	"github.com/plugsim/plugsim/harness/scenario"
 	"github.com/plugsim/plugsim/harness/trace"
+	"github.com/plugsim/plugsim/internal/atomicfile"
 	"github.com/plugsim/plugsim/internal/endpoint"
 )
 
@@ -246,7 +247,7 @@ func StartNode(o Options) (_ *Node, retErr error) {
 		if err := n.CNIFaults().Reset(); err != nil { // the conflist names it: it must exist
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(n.CNIConfDir, "10-plugsim.conflist"), Conflist("plugsim", "10.88.0.0/16", n.CNILog, filepath.Join(dir, "var/lib/cni"), n.CNIFaultsFile, o.Portmap), 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(n.CNIConfDir, "10-plugsim.conflist"), Conflist("plugsim", "10.88.0.0/16", n.CNILog, filepath.Join(dir, "var/lib/cni"), n.CNIFaultsFile, o.Portmap), 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -447,9 +448,10 @@ func Conflist(name, subnet, logFile, dataDir, faultsFile string, withPortmap boo
 `, name, dataDir, logFile, faults, subnet, portmap)
 }
 
-// WriteCrictlConfig writes a crictl config pointing at the endpoint.
+// WriteCrictlConfig writes a crictl config pointing at the endpoint (0600, replacing whatever is at
+// path, a symlink included, without following it).
 func WriteCrictlConfig(path, ep string) error {
-	return os.WriteFile(path, fmt.Appendf(nil, "runtime-endpoint: %s\nimage-endpoint: %s\ntimeout: 10\ndebug: false\n", ep, ep), 0o644)
+	return atomicfile.Write(path, fmt.Appendf(nil, "runtime-endpoint: %s\nimage-endpoint: %s\ntimeout: 10\ndebug: false\n", ep, ep), 0o600)
 }
 
 // Collector follows the three fakes' traces from now on: cri-fake's and csi-fake's recorders and

@@ -5,9 +5,11 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +20,38 @@ import (
 // TestClusterChecks runs issue 14's checks 2 to 9 on one 3-node cluster, each a subtest, so the suite pays for one
 // `up` (check 1, an empty CNI conf dir, needs a cluster of its own: TestClusterEmptyCNI).
 func TestClusterChecks(t *testing.T) {
+	hostSocket := "/var/lib/kubelet/device-plugins/kubelet.sock"
+	before, _ := os.Lstat(hostSocket)
 	c := upCluster(t, 3)
+
+	// Issue 24, 6: the kubelet's device-plugins socket has a fixed path whatever its root dir; every node
+	// has its own (its mount namespace's /var/lib/kubelet is DIR/nodes/NODE/var-lib-kubelet), and the
+	// host's /var/lib/kubelet is left as it was.
+	t.Run("device-plugins-socket-per-node", func(t *testing.T) {
+		c.t = t
+		seen := map[uint64]string{}
+		for i := 1; i <= 3; i++ {
+			p := filepath.Join(c.dir, "nodes", fmt.Sprintf("node%d", i), "var-lib-kubelet", "device-plugins", "kubelet.sock")
+			var fi os.FileInfo
+			c.waitFor(p, 60*time.Second, func() (bool, string) {
+				var err error
+				fi, err = os.Lstat(p)
+				return err == nil && fi.Mode()&os.ModeSocket != 0, fmt.Sprint(err)
+			})
+			ino := fi.Sys().(*syscall.Stat_t).Ino
+			if other, ok := seen[ino]; ok {
+				t.Errorf("%s is %s", p, other)
+			}
+			seen[ino] = p
+		}
+		after, _ := os.Lstat(hostSocket)
+		switch {
+		case before == nil && after != nil:
+			t.Errorf("the cluster made %s on the host", hostSocket)
+		case before != nil && (after == nil || !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime())):
+			t.Errorf("the cluster changed %s on the host", hostSocket)
+		}
+	})
 	c.waitFor("the default service account", 60*time.Second, func() (bool, string) {
 		out, err := c.kubectl("get", "serviceaccount", "default")
 		return err == nil, out

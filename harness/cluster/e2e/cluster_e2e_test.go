@@ -6,6 +6,7 @@
 package e2e
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -20,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/plugsim/plugsim/harness/cluster"
+	"github.com/plugsim/plugsim/internal/localuser"
 	"github.com/plugsim/plugsim/internal/polltest"
 	"github.com/plugsim/plugsim/internal/testbin"
 )
@@ -364,6 +366,51 @@ spec:
 			return err == nil && strings.Contains(out, "hello from plugsim"), out
 		})
 		t.Logf("kubectl get pods -o wide:\n%s", c.mustKubectl("get", "pods", "-o", "wide"))
+	})
+
+	// Issue 24, 3: a pod's Secret value, taken into its environment, is in the node's CRI trace (what
+	// crossed the boundary: CreateContainer's envs), which another local user cannot read: 0600 files in
+	// a 0700 directory, under the cluster's 0700 directory.
+	t.Run("trace-is-roots-only", func(t *testing.T) {
+		c.t = t
+		u := localuser.New(t)
+		c.apply(`apiVersion: v1
+kind: Secret
+metadata: {name: db, namespace: default}
+stringData: {password: plugsim-secret-value-24}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: with-secret, namespace: default}
+spec:
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: ["sh", "-c", "while true; do sleep 10; done"]
+    env:
+    - name: DB_PASSWORD
+      valueFrom: {secretKeyRef: {name: db, key: password}}
+`)
+		c.waitPod("with-secret", 120*time.Second, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		// runtime.v1 KeyValue's value is bytes: protojson writes it in base64.
+		secret := base64.StdEncoding.EncodeToString([]byte("plugsim-secret-value-24"))
+		trace := filepath.Join(c.dir, "nodes", "node1", "cri.jsonl")
+		if b, _ := os.ReadFile(trace); !strings.Contains(string(b), secret) {
+			t.Errorf("%s lacks the Secret's value (%s): the test no longer shows what the trace holds", trace, secret)
+		}
+		for path, want := range map[string]os.FileMode{
+			c.dir: 0o700, filepath.Join(c.dir, "nodes", "node1"): 0o700, trace: 0o600,
+			filepath.Join(c.dir, "nodes", "node1", "csi.jsonl"): 0o600, filepath.Join(c.dir, "nodes", "node1", "cni.jsonl"): 0o600,
+			filepath.Join(c.dir, "csi", "controller.jsonl"): 0o600, filepath.Join(c.dir, "logs", "node1-kubelet.log"): 0o600,
+		} {
+			if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
+				t.Errorf("%s: %v %v, want mode %v", path, fi.Mode().Perm(), err, want)
+			}
+		}
+		if out, err := u.Command("", "cat", trace).CombinedOutput(); err == nil || strings.Contains(string(out), secret) {
+			t.Errorf("%s read %s: %v\n%.300s", u, trace, err, out)
+		}
+		c.mustKubectl("delete", "pod", "with-secret", "--wait=false")
 	})
 }
 

@@ -26,6 +26,24 @@ func TestClusterView(t *testing.T) {
 	c := upCluster(t, 1)
 	url := browsertest.StartView(t, exec.Command(filepath.Join(c.bin, "harness"), "ui", "--cluster", c.dir, "--addr", "127.0.0.1:0"))
 	ctx := browsertest.Open(t, url)
+	// A failure says what the page showed and what crossed the boundaries meanwhile, as the traces
+	// recorded it (issue 24, 8: a run failed once, with nothing to tell why). Registered after the
+	// cluster's, so it runs before `down`.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		t.Logf("the page when the test failed: %s", browsertest.Describe(ctx))
+		// Into the logs the failed run keeps (keepLogs).
+		if err := browsertest.ScreenshotTo(ctx, filepath.Join(c.dir, "logs", "ui-cluster-failed.png")); err != nil {
+			t.Log(err)
+		}
+		if out, err := c.harness("trace", "--cluster", c.dir, "--drop-polls", "--since", "10m"); err == nil {
+			t.Logf("harness trace --cluster --drop-polls (what the traces hold):\n%s", lastLines(out, 80))
+		} else {
+			t.Logf("harness trace --cluster: %v\n%s", err, out)
+		}
+	})
 
 	manifest, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "csi", "pvc-pod.yaml"))
 	if err != nil {
@@ -65,4 +83,13 @@ func TestClusterView(t *testing.T) {
 	}
 	browsertest.Screenshot(t, ctx, "ui-cluster-follow-pod")
 	c.mustKubectl("delete", "-f", filepath.Join("..", "..", "..", "examples", "csi", "pvc-pod.yaml"), "--wait=false")
+}
+
+// lastLines is the end of a command's output, at most n lines.
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
 }

@@ -136,22 +136,89 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Bounds on rules and sets. Rules come from other processes (the admin socket, the live view, a
+// faults file), and a match pattern compiles to a regular expression about 50 to 130 times its size:
+// before these bounds, each rule with a 1 MB match string added about 100 MB to the fake, and a 1 MB
+// method name cost 1.7 s of CPU in the did-you-mean search (issue 24). Within them a set holds at most
+// MaxMatchBytes of patterns, about 8 MiB compiled.
+const (
+	// MaxRules is the most rules a set (one fake's rules, or cni-fake's faults file) holds; a used-up
+	// rule counts until it is removed.
+	MaxRules = 256
+	// MaxMatchKeys is the most fields one rule matches on.
+	MaxMatchKeys = 8
+	// MaxKeyBytes bounds a match key, MaxPatternBytes a match pattern.
+	MaxKeyBytes     = 128
+	MaxPatternBytes = 1024
+	// MaxMatchBytes bounds the match keys and patterns of all a set's rules together.
+	MaxMatchBytes = 64 << 10
+	// MaxMethodBytes bounds a rule's method (the longest CRI or CSI method, with its service, is
+	// under 70 bytes) and MaxIDBytes its ID.
+	MaxMethodBytes = 128
+	MaxIDBytes     = 128
+	// MaxMessageBytes bounds a rule's error message.
+	MaxMessageBytes = 4096
+)
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:64], len(s))
+}
+
 // name is how errors refer to the rule.
 func (r *Rule) name() string {
 	switch {
 	case r.ID != "" && r.Method != "":
-		return fmt.Sprintf("fault rule %q for %s", r.ID, r.Method)
+		return fmt.Sprintf("fault rule %q for %s", clip(r.ID), clip(r.Method))
 	case r.ID != "":
-		return fmt.Sprintf("fault rule %q", r.ID)
+		return fmt.Sprintf("fault rule %q", clip(r.ID))
 	case r.Method != "":
-		return "fault rule for " + r.Method
+		return "fault rule for " + clip(r.Method)
 	}
 	return "fault rule"
 }
 
+// matchBytes is what a rule's match takes of a set's MaxMatchBytes.
+func (r *Rule) matchBytes() int {
+	n := 0
+	for k, v := range r.Match {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// checkBounds refuses a rule larger than the bounds above, before anything looks at its contents.
+func (r *Rule) checkBounds() error {
+	switch {
+	case len(r.ID) > MaxIDBytes:
+		return fmt.Errorf("%s: the ID is %d bytes, more than %d", r.name(), len(r.ID), MaxIDBytes)
+	case len(r.Method) > MaxMethodBytes:
+		return fmt.Errorf("%s: the method is %d bytes, more than %d (no method is that long)", r.name(), len(r.Method), MaxMethodBytes)
+	case len(r.Message) > MaxMessageBytes:
+		return fmt.Errorf("%s: the message is %d bytes, more than %d", r.name(), len(r.Message), MaxMessageBytes)
+	case len(r.Match) > MaxMatchKeys:
+		return fmt.Errorf("%s: it matches %d fields, more than %d", r.name(), len(r.Match), MaxMatchKeys)
+	}
+	for k, v := range r.Match {
+		if len(k) > MaxKeyBytes {
+			return fmt.Errorf("%s: match key %q is %d bytes, more than %d", r.name(), clip(k), len(k), MaxKeyBytes)
+		}
+		if len(v) > MaxPatternBytes {
+			return fmt.Errorf("%s: match %s: the pattern is %d bytes, more than %d", r.name(), clip(k), len(v), MaxPatternBytes)
+		}
+	}
+	return nil
+}
+
 // Validate reports what is wrong with a rule on its own; Set.Add checks more (the method names
-// and code kind of its fake).
+// and code kind of its fake, and the set's bounds).
 func (r *Rule) Validate() error {
+	if err := r.checkBounds(); err != nil {
+		return err
+	}
 	if r.Method == "" {
 		return fmt.Errorf("%s: method is required (an RPC name, a CNI verb or \"*\")", r.name())
 	}
@@ -383,6 +450,19 @@ func (s *Set) Add(rules ...Rule) ([]string, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if n := len(s.rules) + len(entries); n > MaxRules {
+		return nil, fmt.Errorf("fault rules: %d rules would be more than the %d a fake holds (used-up rules count until removed): remove some, or clear them", n, MaxRules)
+	}
+	total := 0
+	for _, e := range s.rules {
+		total += e.matchBytes()
+	}
+	for _, e := range entries {
+		total += e.matchBytes()
+	}
+	if total > MaxMatchBytes {
+		return nil, fmt.Errorf("fault rules: their match keys and patterns would take %d bytes, more than the %d a fake holds: remove some rules, or clear them", total, MaxMatchBytes)
+	}
 	taken := map[string]bool{}
 	for _, have := range s.rules {
 		taken[have.ID] = true

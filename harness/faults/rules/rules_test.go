@@ -263,3 +263,55 @@ func TestFieldsMatch(t *testing.T) {
 		}
 	}
 }
+
+// Issue 24, 4: rules are bounded before anything is compiled or searched. A 1 MB match string (about
+// 100 MB compiled, before) and a 1 MB method name (1.7 s in the did-you-mean search, before) are
+// refused by their size; a set holds at most MaxRules rules and MaxMatchBytes of match patterns.
+func TestRulesAreBounded(t *testing.T) {
+	huge := strings.Repeat("?", 1<<20)
+	s := NewSet(1, WithMethods("/runtime.v1.ImageService/PullImage", "/runtime.v1.RuntimeService/RunPodSandbox"))
+	for _, tc := range []struct {
+		rule Rule
+		want string
+	}{
+		{Rule{Method: "PullImage", Match: map[string]string{"auth.password": huge}, Code: "Unavailable"}, "the pattern is 1048576 bytes, more than 1024"},
+		{Rule{Method: huge, Code: "Unavailable"}, "the method is 1048576 bytes, more than 128"},
+		{Rule{ID: huge, Method: "PullImage", Code: "Unavailable"}, "the ID is 1048576 bytes"},
+		{Rule{Method: "PullImage", Message: huge, Code: "Unavailable"}, "the message is 1048576 bytes"},
+		{Rule{Method: "PullImage", Match: map[string]string{huge: "x"}, Code: "Unavailable"}, "bytes, more than 128"},
+		{Rule{Method: "PullImage", Match: map[string]string{"a": "1", "b": "1", "c": "1", "d": "1", "e": "1", "f": "1", "g": "1", "h": "1", "i": "1"}, Code: "Unavailable"}, "it matches 9 fields, more than 8"},
+	} {
+		_, err := s.Add(tc.rule)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Add: %v, want an error saying %q", err, tc.want)
+		} else if len(err.Error()) > 1024 {
+			t.Errorf("the error is %d bytes: it repeats the input", len(err.Error()))
+		}
+	}
+	// The count.
+	for i := range MaxRules {
+		if _, err := s.Add(Rule{Method: "PullImage", Code: "Unavailable", Times: 1}); err != nil {
+			t.Fatalf("rule %d: %v", i+1, err)
+		}
+	}
+	if _, err := s.Add(Rule{Method: "PullImage", Code: "Unavailable"}); err == nil || !strings.Contains(err.Error(), "more than the 256 a fake holds") {
+		t.Errorf("rule %d: %v, want it refused", MaxRules+1, err)
+	}
+	s.Remove("rule-1")
+	if _, err := s.Add(Rule{Method: "PullImage", Code: "Unavailable"}); err != nil {
+		t.Errorf("after removing one: %v", err)
+	}
+	// The patterns of all rules together.
+	s.Reset()
+	pattern := strings.Repeat("*a", MaxPatternBytes/2)
+	n := 0
+	var err error
+	for ; n < MaxRules; n++ {
+		if _, err = s.Add(Rule{Method: "PullImage", Match: map[string]string{"image.image": pattern}, Code: "Unavailable"}); err != nil {
+			break
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "more than the 65536 a fake holds") || n != MaxMatchBytes/(MaxPatternBytes+len("image.image")) {
+		t.Errorf("after %d rules of 1 KiB patterns: %v, want the %dth refused", n, err, MaxMatchBytes/(MaxPatternBytes+len("image.image"))+1)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -136,7 +137,7 @@ func AppendFile(path string, ev Event) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := OpenAppend(path)
 	if err != nil {
 		return err
 	}
@@ -145,6 +146,34 @@ func AppendFile(path string, ev Event) error {
 		err = cerr
 	}
 	return err
+}
+
+// FileMode is the mode of every trace file: its owner's only. A trace holds what crossed each
+// interface: a container's environment (Secret values a pod takes from env), a volume's context and
+// paths, registry user names (credentials and CSI secrets themselves are redacted). On a node a
+// process's environment is owner-only and the kubelet's pod directory is 0750 (issue 24).
+const FileMode = 0o600
+
+// OpenAppend opens a trace file for appending: created FileMode, never through a symlink
+// (O_NOFOLLOW: a link planted at path is an error, not a way to append to its target), and a file
+// found with a wider mode (written by an older plugsim) narrowed to FileMode.
+func OpenAppend(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, FileMode)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file", path)
+	}
+	if err == nil && fi.Mode().Perm()&^FileMode != 0 {
+		err = f.Chmod(FileMode)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // ReadFile reads a JSON-lines trace; a line that is not an event is reported with its number.

@@ -22,6 +22,25 @@ let meta = {};
 // What the page received, for measuring it (harness/ui/e2e reads it).
 window.plugsimStats = { received: 0, batches: 0, first: 0, last: 0, lost: 0, missed: 0 };
 
+// The view's token: only whoever has the URL the harness printed (…/#token=…) may use its API. The
+// fragment never reaches the server, a log or a Referer; the page keeps the token in this tab's
+// sessionStorage (per origin, so per port) and takes it out of the address bar.
+const TOKEN = (() => {
+  const m = /(?:^#|&)token=([0-9a-f]+)/.exec(location.hash);
+  if (m) {
+    sessionStorage.setItem('plugsim-token', m[1]);
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+  return sessionStorage.getItem('plugsim-token') || '';
+})();
+
+// api calls the view's API with the token (the X-Plugsim-UI header, which a page of another origin
+// could not send without a CORS preflight either). The tests call it too.
+function api(path, opts = {}) {
+  return fetch(path, Object.assign({}, opts, { headers: Object.assign({ 'X-Plugsim-UI': TOKEN }, opts.headers || {}) }));
+}
+window.plugsimApi = api;
+
 function before(a, b) { return a.start < b.start || (a.start === b.start && a.id < b.id); }
 
 // insertSorted puts c where (start, id) says and returns its index; most calls go at the end.
@@ -263,7 +282,8 @@ function rateTick() {
 }
 
 function connect() {
-  const es = new EventSource('api/events');
+  // EventSource cannot send a header: the stream takes the token as a parameter.
+  const es = new EventSource('api/events?token=' + encodeURIComponent(TOKEN));
   es.addEventListener('open', () => setStatus());
   es.addEventListener('error', () => setStatus('down'));
   es.addEventListener('calls', (e) => {
@@ -299,7 +319,7 @@ async function showDetail(id) {
   const d = $('detail');
   d.hidden = false;
   $('detail-id').textContent = '#' + id;
-  const resp = await fetch('api/events/' + id);
+  const resp = await api('api/events/' + id);
   if (!resp.ok) {
     $('detail-line').textContent = await resp.text();
     for (const k of ['detail-request', 'detail-response', 'detail-attrs']) $(k).textContent = '';
@@ -333,8 +353,8 @@ function stopFollow() {
 }
 
 async function exportShown(format) {
-  const resp = await fetch('api/export?format=' + format, {
-    method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Plugsim-UI': '1' },
+  const resp = await api('api/export?format=' + format, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ ids: shown.map((c) => c.id), title: meta.title + (follow ? ': pod ' + follow : '') }),
   });
   const blob = await resp.blob();
@@ -349,7 +369,7 @@ async function exportShown(format) {
 }
 
 async function loadFaults() {
-  const resp = await fetch('api/faults');
+  const resp = await api('api/faults');
   if (!resp.ok) return;
   const { targets } = await resp.json();
   const box = $('fault-rules');
@@ -406,8 +426,8 @@ async function addFault(ev) {
     if (v > 0) rule[k] = v;
   }
   const target = $('fault-target').value;
-  const resp = await fetch('api/faults/' + encodeURIComponent(target), {
-    method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Plugsim-UI': '1' }, body: JSON.stringify(rule),
+  const resp = await api('api/faults/' + encodeURIComponent(target), {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(rule),
   });
   const out = $('fault-result');
   if (resp.ok) {
@@ -422,12 +442,18 @@ async function addFault(ev) {
 }
 
 async function clearFaults(target) {
-  await fetch('api/faults/' + encodeURIComponent(target), { method: 'DELETE', headers: { 'X-Plugsim-UI': '1' } });
+  await api('api/faults/' + encodeURIComponent(target), { method: 'DELETE' });
   loadFaults();
 }
 
 async function start() {
-  meta = await (await fetch('api/meta')).json();
+  if (!TOKEN) {
+    const st = $('status');
+    st.className = 'status down';
+    st.textContent = 'no token: open the URL the harness printed (it ends in #token=…)';
+    return;
+  }
+  meta = await (await api('api/meta')).json();
   MAX_CALLS = meta.capacity || MAX_CALLS;
   $('title').textContent = meta.title;
   document.title = 'plugsim: ' + meta.title;

@@ -28,7 +28,7 @@ const Wait = 3 * time.Minute
 
 // viewLine is what `harness ui`, `harness up --ui` and `harness cluster up --ui` print once the view
 // listens.
-var viewLine = regexp.MustCompile(`live boundary view on (http://\S+/)`)
+var viewLine = regexp.MustCompile(`live boundary view on (http://\S+)`)
 
 // StartView starts a harness command that serves the view (its --ui or --addr 127.0.0.1:0) and
 // returns the page's URL from what it prints; the command gets SIGTERM when the test ends.
@@ -56,6 +56,12 @@ func StartView(t testing.TB, cmd *exec.Cmd) string {
 	var mu sync.Mutex
 	var lines []string
 	printed := func() string { mu.Lock(); defer mu.Unlock(); return strings.Join(lines, "\n") }
+	// A failed test shows what the view's server said (a feed it could not follow, a fake it lost).
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("what %s printed:\n%s", strings.Join(cmd.Args, " "), printed())
+		}
+	})
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(out)
@@ -120,12 +126,42 @@ func Open(t testing.TB, url string) context.Context {
 	return ctx
 }
 
-// WaitFor polls a JavaScript condition until it is true.
+// WaitFor polls a JavaScript condition until it is true; when it never is, the failure says what the
+// page showed (Describe).
 func WaitFor(t testing.TB, ctx context.Context, cond, what string) {
 	t.Helper()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(Wait), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
-		t.Fatalf("waiting for %s (%s): %v", what, cond, err)
+		t.Fatalf("waiting for %s (%s): %v\nthe page: %s", what, cond, err, Describe(ctx))
 	}
+}
+
+// describeJS sums up the page: its status, its counters, the server's stats, the lanes and the calls
+// drawn (method, code, from → to), newest last.
+const describeJS = `(async () => {
+  const rows = [...document.querySelectorAll('#rows .call')];
+  let server = null;
+  try { server = await (await window.plugsimApi('api/stats')).json(); } catch (e) { server = String(e); }
+  return JSON.stringify({
+    status: document.getElementById('status').textContent,
+    counters: document.querySelector('header .counters') ? document.querySelector('header .counters').textContent.replace(/\s+/g, ' ').trim() : '',
+    page: window.plugsimStats, server,
+    lanes: [...document.querySelectorAll('#lanes .lane')].map(l => l.dataset.lane),
+    follow: document.getElementById('follow-banner') && !document.getElementById('follow-banner').hidden ? document.getElementById('follow-banner').textContent.trim() : '',
+    rows: rows.length,
+    calls: rows.slice(-80).map(r => r.dataset.method + (r.dataset.code && r.dataset.code !== 'OK' ? '(' + r.dataset.code + ')' : '') + ' ' + (r.title || '')),
+  });
+})()`
+
+// Describe returns what the page shows, for a failure message (bounded in time: the page may be what
+// failed).
+func Describe(ctx context.Context) string {
+	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(dctx, chromedp.Evaluate[string](describeJS, chromedp.EvalAwaitPromise))
+	if err != nil {
+		return fmt.Sprintf("(could not read the page: %v)", err)
+	}
+	return v
 }
 
 // Eval evaluates a JavaScript expression and returns its value.
@@ -170,16 +206,21 @@ func Screenshot(t testing.TB, ctx context.Context, name string) string {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 makes a PNG; below it, a JPEG
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
 	path := filepath.Join(dir, name+".png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
+	if err := ScreenshotTo(ctx, path); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("screenshot %s (%d bytes)", path, len(png))
+	t.Logf("screenshot %s", path)
 	return path
+}
+
+// ScreenshotTo saves the page as a PNG at path.
+func ScreenshotTo(ctx context.Context, path string) error {
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 makes a PNG; below it, a JPEG
+	if err != nil {
+		return fmt.Errorf("screenshot: %w", err)
+	}
+	return os.WriteFile(path, png, 0o644)
 }
 
 // JSHeapUsed returns the page's used JavaScript heap in bytes (the DevTools Performance domain's

@@ -10,18 +10,25 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/plugsim/plugsim/harness/ui"
 	"github.com/plugsim/plugsim/harness/ui/browsertest"
+	"github.com/plugsim/plugsim/harness/wiring"
+	"github.com/plugsim/plugsim/internal/localuser"
 	"github.com/plugsim/plugsim/internal/testbin"
 )
 
@@ -231,7 +238,7 @@ func TestPageUnderKubeletLoad(t *testing.T) {
 	}
 	wall := time.Since(start)
 	// Everything the server made into calls has reached the page or been counted lost.
-	browsertest.WaitFor(t, ctx, `fetch('api/stats').then(r => r.json()).then(s => s.shown > 0 && window.plugsimStats.received + s.lost >= s.shown)`, "every call delivered or counted")
+	browsertest.WaitFor(t, ctx, `plugsimApi('api/stats').then(r => r.json()).then(s => s.shown > 0 && window.plugsimStats.received + s.lost >= s.shown)`, "every call delivered or counted")
 	type pageStats struct {
 		Received float64 `json:"received"`
 		First    float64 `json:"first"`
@@ -258,4 +265,73 @@ func lastLines(s string, n int) string {
 		lines = lines[:n]
 	}
 	return strings.Join(lines, " | ")
+}
+
+// Issue 24, 2, with the harness binary: `harness up --ui` as root, and another local user on the same
+// machine. The user reaches the port but not the view (403 without the token, also with the header the
+// page used to send), finds the token neither in the process's command line nor in its environment, and
+// cannot enter the node's directory (0700) to read its traces or state.
+func TestTheViewIsItsStartersOnly(t *testing.T) {
+	u := localuser.New(t)
+	dir := t.TempDir()
+	url := upWithUI(t, dir)
+	base, token, ok := strings.Cut(url, "/#token=")
+	if !ok || len(token) != 32 {
+		t.Fatalf("the view's URL %q carries no token", url)
+	}
+	st, err := wiring.ReadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := u.TestCommand(t, "TestAnotherUsersAttempts", "PLUGSIM_VIEW="+base, "PLUGSIM_NODE_DIR="+dir, "PLUGSIM_NODE_PID="+strconv.Itoa(st.PID)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the other user's attempts: %v\n%s", err, out)
+	}
+	for _, want := range []string{"POST /api/faults/cri-fake: 403", "GET /api/faults: 403", "GET /api/events: 403", "cmdline without the token", "environ: permission denied", "node dir: permission denied"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("as %s: want %q in\n%s", u, want, out)
+		}
+	}
+	if strings.Contains(string(out), token) {
+		t.Errorf("the other user saw the token:\n%s", out)
+	}
+	// The one who started it gets in.
+	req, _ := http.NewRequest(http.MethodGet, base+"/api/faults", nil)
+	req.Header.Set(ui.TokenHeader, token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("with the token: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+// The other user's side of TestTheViewIsItsStartersOnly.
+func TestAnotherUsersAttempts(t *testing.T) {
+	if !localuser.Helper(t.Name()) {
+		return
+	}
+	base := os.Getenv("PLUGSIM_VIEW")
+	for _, r := range []struct{ method, path, body string }{
+		{"POST", "/api/faults/cri-fake", `{"method":"PullImage","match":{"auth.password":"??c*"},"after":1000000000,"code":"Unavailable"}`},
+		{"GET", "/api/faults", ""}, {"GET", "/api/events", ""},
+	} {
+		req, _ := http.NewRequest(r.method, base+r.path, strings.NewReader(r.body))
+		req.Header.Set(ui.TokenHeader, "1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		fmt.Printf("%s %s: %d\n", r.method, r.path, resp.StatusCode)
+	}
+	proc := "/proc/" + os.Getenv("PLUGSIM_NODE_PID")
+	if b, err := os.ReadFile(proc + "/cmdline"); err == nil {
+		fmt.Printf("cmdline without the token: %q\n", strings.ReplaceAll(string(b), "\x00", " "))
+	}
+	if _, err := os.ReadFile(proc + "/environ"); errors.Is(err, fs.ErrPermission) {
+		fmt.Println("environ: permission denied")
+	}
+	if _, err := os.ReadDir(os.Getenv("PLUGSIM_NODE_DIR")); errors.Is(err, fs.ErrPermission) {
+		fmt.Println("node dir: permission denied")
+	}
 }
