@@ -39,13 +39,14 @@ func cmdClusterUp(args []string) error {
 	fs := newFlags("cluster up", "[--nodes N] [--dir DIR] [flags]", `Starts a Kubernetes cluster on plugsim's fakes, as root, with no container runtime: etcd v3.6.16 and
 kube-apiserver, kube-controller-manager, kube-scheduler v1.37.2 in a control-plane network namespace,
 and N nodes, each a network namespace of its own holding a real kubelet v1.37.2, kube-proxy v1.37.2
-(iptables mode: Services), cri-fake (real pod network namespaces, the cni-fake → portmap chain with the
-node's podCIDR) and csi-fake's node plugin.
-The CSI controller (csi-fake) runs with the real sidecars found in the bin dir (and, with the CRDs in
-bin/snapshot-crds, snapshot-controller); its storage is network-attached, so a PVC's volume follows
-its pod to any node. Every address is in
+(iptables mode: Services) and cri-fake (real pod network namespaces, the cni-fake → portmap chain with
+the node's podCIDR; program images under the real runc).
+The CSI driver is deployed as pods in namespace plugsim-csi (examples/csi/controller.yaml, node.yaml):
+csi-fake's controller plugin with the real sidecars in one Deployment, snapshot-controller, and the node
+plugins of csi.plugsim.dev and the ephemeral-only csi.ephemeral.plugsim.dev as DaemonSets; its storage is
+network-attached, so a PVC's volume follows its pod to any node. Every address is in
 198.18.0.0/15 and no namespace is linked to the host's; kubectl reaches the API server through a relay
-on the host's 127.0.0.1. It returns once every node is Ready, leaving the cluster running; DIR keeps
+on the host's 127.0.0.1. It returns once every node is Ready and the CSI pods run, leaving the cluster running; DIR keeps
 the kubeconfig, certificates, logs and each node's files. Stop it with 'harness cluster down --dir DIR'.
 With --ui 127.0.0.1:PORT it then stays in the foreground serving the live boundary view of every
 node's fakes (see 'harness ui --help') until interrupted; the cluster stays up.
@@ -109,6 +110,7 @@ node's fakes (see 'harness ui --help') until interrupted; the cluster stays up.
   export KUBECONFIG=DIR/kubeconfig
   KUBECTL get nodes -o wide;  KUBECTL describe node node1 | grep -A8 Conditions
   KUBECTL get csidriver;  KUBECTL get csinodes;  KUBECTL get storageclass;  KUBECTL get runtimeclass
+  KUBECTL -n plugsim-csi get ds,deploy,pods -o wide    (the CSI driver's controller and node plugins)
   KUBECTL run web --image=nginx:1.27 --port 80 && KUBECTL get pods -o wide -w
   KUBECTL logs web;  KUBECTL exec web -- ls /;  KUBECTL port-forward pod/web 8080:80
   KUBECTL apply -f examples/csi/pvc-pod.yaml && KUBECTL get pvc,pv,volumeattachments
@@ -172,7 +174,7 @@ the cluster's CA signs (the source note's cure for metrics-server's "doesn't con
   kubectl get csr;  kubectl certificate approve CSR-NAME
 It returns once each new kubelet answers its /healthz.
 `)
-	dir := fs.String("dir", "/tmp/plugsim-cluster", "the directory given to 'harness cluster up'")
+	dir := fs.String("dir", defaultDir("cluster"), "the directory given to 'harness cluster up'")
 	binDir := fs.String("bin-dir", "", "directory holding kubelet (default $PLUGSIM_BIN, or beside the harness binary)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up when a kubelet does not answer /healthz within this")
 	if err := fs.Parse(args); err != nil {

@@ -137,10 +137,12 @@ func startKubelet(c *actionContext, i int) error {
 	_, err := c.startNodeProc(name+"-kubelet", fmt.Sprintf("%s-%s", c.st.Prefix, name), nd, c.bin("kubelet"), []string{
 		"--config", filepath.Join(nd, "kubelet.yaml"),
 		"--kubeconfig", filepath.Join(nd, "kubelet.kubeconfig"),
-		"--root-dir", filepath.Join(nd, "kubelet"),
-		// Where a kubeadm node keeps them (/var/lib/kubelet/pki): the certificate the kubelet makes
-		// itself (self-signed) or the one its CSR brought (serverTLSBootstrap).
-		"--cert-dir", filepath.Join(nd, "kubelet", "pki"),
+		// /var/lib/kubelet, as on any node: in the node's mount namespace it is DIR/nodes/NODE/kubelet
+		// (mountns.go).
+		"--root-dir", kubeletFixedDir,
+		// Where a kubeadm node keeps them: the certificate the kubelet makes itself (self-signed) or the
+		// one its CSR brought (serverTLSBootstrap).
+		"--cert-dir", filepath.Join(kubeletFixedDir, "pki"),
 		"--hostname-override", name,
 		// Without it the kubelet resolves its host name through DNS (no server in reach: 10 s a lookup).
 		"--node-ip", ip,

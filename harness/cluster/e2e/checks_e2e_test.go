@@ -25,13 +25,13 @@ func TestClusterChecks(t *testing.T) {
 	c := upCluster(t, 3)
 
 	// Issue 24, 6: the kubelet's device-plugins socket has a fixed path whatever its root dir; every node
-	// has its own (its mount namespace's /var/lib/kubelet is DIR/nodes/NODE/var-lib-kubelet), and the
+	// has its own (its mount namespace's /var/lib/kubelet is DIR/nodes/NODE/kubelet), and the
 	// host's /var/lib/kubelet is left as it was.
 	t.Run("device-plugins-socket-per-node", func(t *testing.T) {
 		c.t = t
 		seen := map[uint64]string{}
 		for i := 1; i <= 3; i++ {
-			p := filepath.Join(c.dir, "nodes", fmt.Sprintf("node%d", i), "var-lib-kubelet", "device-plugins", "kubelet.sock")
+			p := filepath.Join(c.dir, "nodes", fmt.Sprintf("node%d", i), "kubelet", "device-plugins", "kubelet.sock")
 			var fi os.FileInfo
 			c.waitFor(p, 60*time.Second, func() (bool, string) {
 				var err error
