@@ -327,3 +327,45 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// csiDriverPods checks, with kubectl, the CSI drivers `up` deploys as pods in plugsim-csi: each node
+// plugin DaemonSet with DESIRED, CURRENT and READY at the node count, the controller Deployment
+// Available with csi-fake and the four sidecars Ready in its one pod, snapshot-controller Available.
+func (c *testCluster) csiDriverPods(t *testing.T) {
+	out := c.mustKubectl("-n", "plugsim-csi", "get", "ds")
+	t.Logf("kubectl -n plugsim-csi get ds:\n%s", out)
+	rows := table(out)
+	want := map[string]bool{"csi-fake-node": true, "csi-fake-ephemeral-node": true}
+	n := strconv.Itoa(c.nodes)
+	for _, r := range rows[1:] {
+		if want[r[0]] {
+			if r[1] != n || r[2] != n || r[3] != n {
+				t.Errorf("DaemonSet %s: DESIRED %s CURRENT %s READY %s, want %s each", r[0], r[1], r[2], r[3], n)
+			}
+			delete(want, r[0])
+		}
+	}
+	for name := range want {
+		t.Errorf("no DaemonSet %s in plugsim-csi", name)
+	}
+	for _, d := range []string{"csi-fake-controller", "snapshot-controller"} {
+		c.mustKubectl("-n", "plugsim-csi", "wait", "--for", "condition=Available", "--timeout", "60s", "deployment/"+d)
+	}
+	var pods corev1.PodList
+	if err := c.getJSON(&pods, "-n", "plugsim-csi", "pods", "-l", "app.kubernetes.io/component=controller"); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 {
+		t.Fatalf("%d controller pods, want 1", len(pods.Items))
+	}
+	ready := map[string]bool{}
+	for _, cs := range pods.Items[0].Status.ContainerStatuses {
+		ready[cs.Name] = cs.Ready
+	}
+	for _, name := range []string{"csi-fake", "csi-provisioner", "csi-attacher", "csi-resizer", "csi-snapshotter"} {
+		if !ready[name] {
+			t.Errorf("controller pod %s: container %s not Ready (%v)", pods.Items[0].Name, name, ready)
+		}
+	}
+	t.Logf("kubectl -n plugsim-csi get deploy,pods -o wide:\n%s", c.mustKubectl("-n", "plugsim-csi", "get", "deploy,pods", "-o", "wide"))
+}

@@ -103,6 +103,11 @@ handler: plugsim-gvisor
 	// Issue 26: program images run under the real runc (programs_e2e_test.go; uses RuntimeClass gvisor).
 	t.Run("program-containers", c.programContainers)
 
+	// Issue 28: the CSI drivers deployed as pods, as the note's `kubectl -n calico-system get ds` shows a
+	// CSI node plugin (DESIRED = CURRENT = READY = the node count), the controller plugin a Deployment
+	// with the real sidecars as containers of its pod.
+	t.Run("csi-driver-pods", func(t *testing.T) { c.t = t; c.csiDriverPods(t) })
+
 	// Check 3: the columns of `kubectl get csidriver`, for both drivers `up` applies.
 	t.Run("csidriver", func(t *testing.T) {
 		c.t = t
