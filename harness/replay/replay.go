@@ -18,9 +18,11 @@ import (
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/plugsim/plugsim/harness/call"
 	"github.com/plugsim/plugsim/harness/diagram"
+	"github.com/plugsim/plugsim/harness/scenario"
 	"github.com/plugsim/plugsim/harness/trace"
 )
 
@@ -138,10 +140,14 @@ func Scenario(events []trace.Event, opts Options) ([]byte, Stats, error) {
 
 		if code == "OK" && len(ev.Response) > 0 {
 			var resp any
-			if json.Unmarshal(ev.Response, &resp) == nil {
+			if json.Unmarshal(normalize(ev.Response, m.Output), &resp) == nil {
 				var caps [][2]string
 				collectIDs(resp, "", func(path, value string) {
 					if _, seen := vars[value]; seen || value == "" {
+						return
+					}
+					// Capture only what a step may name: a path of the answer's type.
+					if scenario.CheckPath(m.Output.Descriptor(), path) != nil {
 						return
 					}
 					base := varBase(path)
@@ -193,6 +199,22 @@ func mapping(kv ...string) *yaml.Node {
 		n.Content = append(n.Content, scalar(kv[i]), scalar(kv[i+1]))
 	}
 	return n
+}
+
+// normalize reads a recorded answer as the method's response type and writes it back with the
+// type's JSON names, so captures name fields as a step does (a trace written by hand or by an
+// older recorder may spell them otherwise); fields the type lacks are dropped. An answer that is
+// no such message at all gives nothing to capture.
+func normalize(resp []byte, t protoreflect.MessageType) []byte {
+	msg := t.New().Interface()
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(resp, msg); err != nil {
+		return nil
+	}
+	out, err := protojson.Marshal(msg)
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // isIDKey says whether a response field carries an ID a later request may refer to.

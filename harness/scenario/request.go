@@ -137,7 +137,9 @@ func fieldNames(md protoreflect.MessageDescriptor) string {
 
 // checkPath checks that a field path ("status.conditions[type=NetworkReady].status") names fields
 // the response message has.
-func checkPath(md protoreflect.MessageDescriptor, path string) error {
+// CheckPath says whether path (a.b[0].c, as a step's capture or expect names a field) names a
+// field of messages of type md; the error says which segment does not.
+func CheckPath(md protoreflect.MessageDescriptor, path string) error {
 	segs, err := splitPath(path)
 	if err != nil {
 		return err

@@ -480,7 +480,7 @@ func (p *parser) step(n *yaml.Node, index int) *Step {
 	}
 	if st.Method != nil && p.err == nil {
 		for _, c := range st.Capture {
-			if err := checkPath(st.Method.Output.Descriptor(), c.Path); err != nil {
+			if err := CheckPath(st.Method.Output.Descriptor(), c.Path); err != nil {
 				p.fail(&yaml.Node{Line: c.Line}, fmt.Sprintf("%s.capture.%s", where, c.Var), "%v", err)
 				return st
 			}
@@ -615,7 +615,7 @@ func (p *parser) expect(n *yaml.Node, st *Step, where string) {
 					return
 				}
 				if st.Method != nil {
-					if err := checkPath(st.Method.Output.Descriptor(), fe.Path); err != nil {
+					if err := CheckPath(st.Method.Output.Descriptor(), fe.Path); err != nil {
 						p.fail(v.Content[i], where+".fields."+fe.Path, "%v", err)
 						return
 					}
