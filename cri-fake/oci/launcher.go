@@ -54,7 +54,8 @@ type Launcher struct {
 	runc    *Runc
 	bundles string
 	cg      *cgroups
-	minOOM  int // the lowest oom_score_adj runc can give (SpecInput.MinOOMScoreAdj)
+	minOOM  int    // the lowest oom_score_adj runc can give (SpecInput.MinOOMScoreAdj)
+	held    uint64 // the capabilities this process holds (SpecInput.HeldCapabilities)
 
 	mu    sync.Mutex
 	tasks map[string]*programTask // running or ending program containers, by container ID
@@ -105,6 +106,7 @@ func New(opts Options) (*Launcher, error) {
 		return nil, err
 	}
 	l.minOOM = minOOMScoreAdj()
+	l.held = heldCapabilities()
 	if err := subreaper(); err != nil {
 		return nil, fmt.Errorf("become a child subreaper: %w", err)
 	}
@@ -184,7 +186,7 @@ func (l *Launcher) specInput(ts task.Spec, b bundle) (SpecInput, error) {
 	return SpecInput{
 		ContainerID: ts.ContainerID, SandboxID: ts.SandboxID, Config: ts.Config, Sandbox: ts.SandboxConfig,
 		Image: ts.Image.Config, ProgramFile: file, NetNS: netns, CgroupsPath: l.cg.path(ts.ContainerID),
-		Resources: res, ResolvConf: b.resolvConf(), Hostname: b.hostname(), MinOOMScoreAdj: l.minOOM,
+		Resources: res, ResolvConf: b.resolvConf(), Hostname: b.hostname(), MinOOMScoreAdj: l.minOOM, HeldCapabilities: l.held,
 	}, nil
 }
 

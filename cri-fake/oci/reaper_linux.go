@@ -46,10 +46,9 @@ func waitExit(pid int) (int32, error) {
 
 var errNotChild = errors.New("the container's process is not a child of cri-fake: its exit status is lost")
 
-// minOOMScoreAdj is the lowest oom_score_adj this process's children can be given: -1000 with
-// CAP_SYS_RESOURCE, else this process's own (the kernel refuses to lower it without the
-// capability; some sandboxes run root without it).
-func minOOMScoreAdj() int {
+// heldCapabilities is this process's effective capability set (CapEff of /proc/self/status),
+// 0 when it cannot be read.
+func heldCapabilities() uint64 {
 	status, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
@@ -57,10 +56,20 @@ func minOOMScoreAdj() int {
 	for _, line := range strings.Split(string(status), "\n") {
 		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
 			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			if err == nil && caps&(1<<unix.CAP_SYS_RESOURCE) != 0 {
-				return -1000
+			if err == nil {
+				return caps
 			}
 		}
+	}
+	return 0
+}
+
+// minOOMScoreAdj is the lowest oom_score_adj this process's children can be given: -1000 with
+// CAP_SYS_RESOURCE, else this process's own (the kernel refuses to lower it without the
+// capability; some sandboxes run root without it).
+func minOOMScoreAdj() int {
+	if heldCapabilities()&(1<<unix.CAP_SYS_RESOURCE) != 0 {
+		return -1000
 	}
 	own, err := os.ReadFile("/proc/self/oom_score_adj")
 	if err != nil {

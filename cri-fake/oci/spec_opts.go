@@ -46,6 +46,12 @@ type SpecInput struct {
 	// MinOOMScoreAdj is the lowest OOM score adjustment runc can set: cri-fake's own when it lacks
 	// CAP_SYS_RESOURCE (which lowering it needs), else -1000.
 	MinOOMScoreAdj int
+	// HeldCapabilities is cri-fake's own effective set (bit n: capability n; 0: not known, every
+	// capability): a privileged container, or one adding "ALL", gets those of its capabilities this
+	// process holds, as containerd gives them (WithAllCurrentCapabilities, cap.Current()). Asking
+	// runc for one the process lacks fails every start ("unable to apply caps: operation not
+	// permitted"), as in sandboxes that run root without CAP_SYS_RESOURCE.
+	HeldCapabilities uint64
 }
 
 // GenerateSpec is the container's OCI spec: the defaults containerd's CRI plugin starts from,
@@ -65,7 +71,7 @@ func GenerateSpec(in SpecInput) (*specs.Spec, error) {
 		withProgram(in.Image.Program, in.ProgramFile),
 		withBundleFiles(in.Sandbox, in.ResolvConf, in.Hostname),
 		withMounts(in.Config.GetMounts(), sc.GetPrivileged()),
-		withCapabilities(sc),
+		withCapabilities(sc, in.HeldCapabilities),
 		withFileCapabilities(in.Image.Program),
 		withPrivileged(sc.GetPrivileged()),
 		withNoNewPrivileges(sc.GetNoNewPrivs()),
@@ -375,10 +381,19 @@ func mountPropagates(p string, bidirectional bool) error {
 
 // withCapabilities is the CRI's capability set, by the rule the simulation uses too
 // (process.EffectiveCapabilities: containerd's default set, drops, adds, "ALL"), in the
-// bounding, effective and permitted sets as containerd sets them.
-func withCapabilities(sc *runtimeapi.LinuxContainerSecurityContext) SpecOpt {
+// bounding, effective and permitted sets as containerd sets them. "All" is the capabilities held
+// (SpecInput.HeldCapabilities), as containerd's is the ones its process holds.
+func withCapabilities(sc *runtimeapi.LinuxContainerSecurityContext, held uint64) SpecOpt {
 	return func(s *specs.Spec) error {
-		caps := process.EffectiveCapabilities(sc.GetCapabilities().GetAddCapabilities(), sc.GetCapabilities().GetDropCapabilities(), sc.GetPrivileged())
+		add := sc.GetCapabilities().GetAddCapabilities()
+		caps := process.EffectiveCapabilities(add, sc.GetCapabilities().GetDropCapabilities(), sc.GetPrivileged())
+		if held != 0 && (sc.GetPrivileged() || slices.ContainsFunc(add, func(c string) bool { return strings.EqualFold(c, "ALL") })) {
+			names := process.CapabilityNames()
+			caps = slices.DeleteFunc(caps, func(c string) bool {
+				n := slices.Index(names, c)
+				return n >= 0 && held&(1<<n) == 0
+			})
+		}
 		s.Process.Capabilities = &specs.LinuxCapabilities{Bounding: caps, Effective: slices.Clone(caps), Permitted: slices.Clone(caps)}
 		return nil
 	}

@@ -117,6 +117,33 @@ func TestGenerateSpec(t *testing.T) {
 		t.Errorf("privileged: /sys %v", m.Options)
 	}
 
+	// "All" is what cri-fake holds, as containerd's cap.Current(): held without CAP_SYS_RESOURCE (24),
+	// a privileged container and one adding ALL get every capability but it; a capability asked by
+	// name is passed on (runc then refuses it, as with containerd).
+	held := (uint64(1)<<41 - 1) &^ (1 << 24)
+	for _, mod := range []func(*runtimeapi.LinuxContainerSecurityContext){
+		func(sc *runtimeapi.LinuxContainerSecurityContext) { sc.Privileged = true },
+		func(sc *runtimeapi.LinuxContainerSecurityContext) {
+			sc.Capabilities = &runtimeapi.Capability{AddCapabilities: []string{"ALL"}}
+		},
+	} {
+		s, err = GenerateSpec(testInput(func(in *SpecInput) { in.HeldCapabilities = held; mod(in.Config.Linux.SecurityContext) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := s.Process.Capabilities
+		if len(c.Bounding) != 40 || slices.Contains(c.Bounding, "CAP_SYS_RESOURCE") || slices.Contains(c.Effective, "CAP_SYS_RESOURCE") || !slices.Contains(c.Bounding, "CAP_SYS_ADMIN") {
+			t.Errorf("held without CAP_SYS_RESOURCE: bounding %v", c.Bounding)
+		}
+	}
+	s, err = GenerateSpec(testInput(func(in *SpecInput) {
+		in.HeldCapabilities = held
+		in.Config.Linux.SecurityContext.Capabilities = &runtimeapi.Capability{AddCapabilities: []string{"SYS_RESOURCE"}}
+	}))
+	if err != nil || !slices.Contains(s.Process.Capabilities.Bounding, "CAP_SYS_RESOURCE") {
+		t.Errorf("CAP_SYS_RESOURCE asked by name: bounding %v, %v", s.Process.Capabilities.Bounding, err)
+	}
+
 	// The image's file capability is ambient while the container's set holds it, and not once dropped.
 	s, err = GenerateSpec(testInput(func(in *SpecInput) { in.Image.Program.FileCapabilities = []string{"CAP_NET_BIND_SERVICE"} }))
 	if err != nil || !slices.Equal(s.Process.Capabilities.Ambient, []string{"CAP_NET_BIND_SERVICE"}) {

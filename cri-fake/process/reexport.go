@@ -127,6 +127,9 @@ func CPULimit(r *runtimeapi.LinuxContainerResources) (quota, period time.Duratio
 // PidsLimit is the pids limit a container's resources ask for (kernel.PidsLimit).
 func PidsLimit(r *runtimeapi.LinuxContainerResources) int { return kernel.PidsLimit(r) }
 
+// CapabilityNames are the Linux capabilities by number (kernel.CapabilityNames).
+func CapabilityNames() []string { return kernel.CapabilityNames() }
+
 // DefaultCapabilities is containerd's default capability set (kernel.DefaultCapabilities).
 func DefaultCapabilities() []string { return kernel.DefaultCapabilities() }
 

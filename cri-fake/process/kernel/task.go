@@ -414,6 +414,9 @@ var capNames = []string{
 	"CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF", "CAP_CHECKPOINT_RESTORE",
 }
 
+// CapabilityNames are the Linux capabilities by number (CapabilityNames()[n] is capability n).
+func CapabilityNames() []string { return append([]string(nil), capNames...) }
+
 // DefaultCapabilities is the set containerd grants a non-privileged container
 // (containerd pkg/oci/spec.go defaultUnixCaps).
 func DefaultCapabilities() []string { return append([]string(nil), defaultCaps...) }
