@@ -157,7 +157,7 @@ $(BIN)/helm: $(HELM)/go.mod $(HELM)/go.sum
 
 # The Gateway API CRDs of the pinned sigs.k8s.io/gateway-api (harness/tools/gateway-api): the module's
 # config/crd, copied from the module cache (the repository carries no copy), for `kubectl kustomize
-# bin/gateway-api/crd` and `kubectl apply -k bin/gateway-api/crd` (examples/addons/kustomize.md).
+# bin/gateway-api/crd` and `kubectl apply -k bin/gateway-api/crd` (examples/addons/kustomize-gateway-api.md).
 gateway-api-crds: $(BIN)/gateway-api/crd/.stamp ## copy the Gateway API v1.6.3 CRDs' kustomization (config/crd) into bin/gateway-api/crd
 
 $(BIN)/gateway-api/crd/.stamp: $(GATEWAY_API)/go.mod $(GATEWAY_API)/go.sum
