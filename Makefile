@@ -23,7 +23,7 @@ TOOL_BINS  := crictl critest csi-sanity cnitool portmap host-local bridge noop
 # The real CSI sidecars a cluster runs against csi-fake, pinned in harness/tools/sidecars/go.mod.
 SIDECAR_BINS := csi-provisioner csi-attacher csi-resizer csi-snapshotter snapshot-controller
 
-.PHONY: help build tools helm gateway-api-crds addons runc programs kubelet sidecars control-plane cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet e2e-ui ui-screenshots bench demo clean fuzz fuzz-smoke soak conformance-tools conformance
+.PHONY: help build tools helm gateway-api-crds addons runc programs kubelet sidecars control-plane kubemark kwok cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet e2e-ui ui-screenshots bench demo clean fuzz fuzz-smoke soak conformance-tools conformance
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z0-9-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -42,9 +42,16 @@ $(BIN)/critest: $(TOOLS)/go.mod $(TOOLS)/go.sum
 	@mkdir -p $(BIN)
 	cd $(TOOLS) && $(GO) test -c -o $@ sigs.k8s.io/cri-tools/cmd/critest
 
-$(BIN)/crictl $(BIN)/csi-sanity $(BIN)/cnitool $(BIN)/portmap $(BIN)/host-local $(BIN)/bridge $(BIN)/noop: $(TOOLS)/go.mod $(TOOLS)/go.sum
+$(BIN)/crictl $(BIN)/csi-sanity $(BIN)/cnitool: $(TOOLS)/go.mod $(TOOLS)/go.sum
 	@mkdir -p $(BIN)
 	cd $(TOOLS) && $(GO) build -o $@ $$($(GO) list -f '{{.ImportPath}}' tool | grep -E '/$(notdir $@)$$')
+
+# The CNI plugins static, as the CNI project releases them (CGO_ENABLED=0 in plugins' release.yaml) and as
+# cni-fake is built: cri-fake execs portmap for every pod, and the dynamic loader cost each exec about a
+# millisecond of CPU (200 execs: 4.5 ms each dynamic, 3.3 ms static, on the 2-core VM).
+$(BIN)/portmap $(BIN)/host-local $(BIN)/bridge $(BIN)/noop: $(TOOLS)/go.mod $(TOOLS)/go.sum
+	@mkdir -p $(BIN)
+	cd $(TOOLS) && CGO_ENABLED=0 $(GO) build -o $@ $$($(GO) list -f '{{.ImportPath}}' tool | grep -E '/$(notdir $@)$$')
 
 # runc v1.5.3, the low-level runtime of program containers (cri-fake/oci). cgo for its nsenter (C), the
 # seccomp tag for its seccomp filters (libseccomp-dev, from `make deps`); the version where runc's own
@@ -183,8 +190,37 @@ $(BIN)/kube: $(KUBE)/go.mod $(KUBE)/go.sum $(KUBE)/main.go
 $(BIN)/kubectl: $(BIN)/kube
 	ln -sf kube $@
 
+# kubemark's hollow node (cmd/kubemark of k8s.io/kubernetes v1.37.2), built in the control plane's module
+# (same staging replaces, so it shares their packages and the kubelet's in the build cache). Only
+# bench-cluster runs it, beside plugsim's nodes; not part of CI.
+kubemark: $(BIN)/kubemark ## build kubemark v1.37.2 (hollow nodes, for bench-cluster's comparison)
+
+$(BIN)/kubemark: $(KUBE)/go.mod $(KUBE)/go.sum
+	@mkdir -p $(BIN)
+	cd $(KUBE) && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kubemark
+
+# KWOK's controller, pinned in harness/tools/kwok/go.mod, and its stock stages (node-fast,
+# node-heartbeat-with-lease, pod-fast) copied from its module into bin/kwok-stages. Only bench-cluster
+# runs it; not part of CI.
+KWOK := harness/tools/kwok
+kwok: $(BIN)/kwok $(BIN)/kwok-stages/.stamp ## build KWOK's controller v0.8.0 and copy its stages (for bench-cluster's comparison)
+
+$(BIN)/kwok: $(KWOK)/go.mod $(KWOK)/go.sum
+	@mkdir -p $(BIN)
+	cd $(KWOK) && $(GO) build -o $@ -ldflags "-X sigs.k8s.io/kwok/pkg/consts.Version=$$($(GO) list -m -f '{{.Version}}' sigs.k8s.io/kwok)" sigs.k8s.io/kwok/cmd/kwok
+
+$(BIN)/kwok-stages/.stamp: $(KWOK)/go.mod $(KWOK)/go.sum
+	@mkdir -p $(BIN)/kwok-stages
+	dir=$$(cd $(KWOK) && $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kwok) && test -n "$$dir" && \
+		install -m 0644 $$dir/kustomize/stage/node/fast/node-initialize.yaml \
+			$$dir/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+			$$dir/kustomize/stage/pod/fast/pod-ready.yaml $$dir/kustomize/stage/pod/fast/pod-complete.yaml \
+			$$dir/kustomize/stage/pod/fast/pod-delete.yaml $(BIN)/kwok-stages/
+	@touch $@
+
+
 # Static: it is also the binary of the etcd program image (registry.k8s.io/etcd in cri-fake's catalog).
-$(BIN)/etcd: $(ETCD)/go.mod $(ETCD)/go.sum $(ETCD)/main.go
+$(BIN)/etcd: $(ETCD)/go.mod $(ETCD)/go.sum $(ETCD)/main.go Makefile
 	@mkdir -p $(BIN)
 	cd $(ETCD) && CGO_ENABLED=0 $(GO) build -o $@ .
 
@@ -192,7 +228,7 @@ CLUSTER_DIR ?= /var/lib/plugsim/cluster
 NODES       ?= 1
 
 # As root: the control plane and NODES kubelets on the fakes, each node in a network namespace of its own.
-cluster: deps build $(BIN)/portmap $(BIN)/crictl runc $(PROGRAM_DIR)/etcd kubelet control-plane sidecars ## start a cluster (NODES=1) in CLUSTER_DIR: etcd, API server, controllers, scheduler, kubelets on the fakes
+cluster: deps build $(BIN)/portmap $(BIN)/crictl runc $(PROGRAM_DIR)/etcd $(PROGRAM_DIR)/coredns kubelet control-plane sidecars ## start a cluster (NODES=1) in CLUSTER_DIR: etcd, API server, controllers, scheduler, kubelets on the fakes
 	$(BIN)/harness cluster up --nodes $(NODES) --dir $(CLUSTER_DIR)
 
 cluster-down: ## stop the cluster in CLUSTER_DIR and remove what it left (namespaces, mounts, processes)
@@ -255,17 +291,19 @@ ui-screenshots: deps build $(BIN)/portmap $(BIN)/crictl runc kubelet control-pla
 e2e-kubelet: deps build tools kubelet ## a real kubelet v1.37.2 runs static pods on the fakes, in a throw-away netns (root)
 	$(GO) test -tags e2e $(E2E_FLAGS) ./examples/kubelet/
 
-e2e-cluster: deps build $(BIN)/portmap $(BIN)/crictl runc $(PROGRAM_DIR)/etcd kubelet control-plane sidecars addons ## a whole cluster on the fakes: harness cluster up, kubectl checks, down leaves nothing (root)
+e2e-cluster: deps build $(BIN)/portmap $(BIN)/crictl runc $(PROGRAM_DIR)/etcd $(PROGRAM_DIR)/coredns kubelet control-plane sidecars addons ## a whole cluster on the fakes: harness cluster up, kubectl checks, down leaves nothing (root)
 	$(GO) test -tags e2e $(E2E_FLAGS) ./harness/cluster/e2e/
 
 # The figures of harness/README.md's cluster section: up to Ready (1 and 3 nodes), memory per node, a
-# 100-replica Deployment to all Running. Each sub-benchmark starts (and stops) a cluster of its own.
-bench-cluster: deps build $(BIN)/portmap runc kubelet control-plane sidecars ## time to a Ready cluster (1, 3 nodes), memory per node, 100 replicas to Running (root)
-	$(GO) test -tags e2e -run '^$$' -bench '^BenchmarkCluster$$' -benchtime 1x -timeout 60m ./harness/cluster/e2e/
+# 100-replica Deployment to all Running (BenchmarkCluster; each sub-benchmark starts and stops a cluster
+# of its own), and issue 29's side-by-side table: plugsim's nodes beside kubemark's hollow nodes and
+# KWOK's on one control plane, given the same Deployments (BenchmarkClusterKinds).
+bench-cluster: deps build $(BIN)/portmap runc $(PROGRAM_DIR)/coredns kubelet control-plane sidecars kubemark kwok ## time to a Ready cluster, memory per node, and plugsim beside kubemark and KWOK: pods/s, start-up p50/p90/p99, memory and CPU (root)
+	$(GO) test -tags e2e -run '^$$' -bench '^BenchmarkCluster(Kinds)?$$' -benchtime 1x -timeout 90m ./harness/cluster/e2e/
 
 # Not part of CI: steps the node count up (PLUGSIM_CLUSTER_SCALE_STEPS, default 8,...,128) until a step
 # fails or free memory would not hold it; its last line names the largest node count held Ready.
-cluster-scale: deps build $(BIN)/portmap runc kubelet control-plane sidecars ## the largest cluster this machine holds Ready (long; root)
+cluster-scale: deps build $(BIN)/portmap runc $(PROGRAM_DIR)/coredns kubelet control-plane sidecars ## the largest cluster this machine holds Ready (long; root)
 	PLUGSIM_CLUSTER_SCALE=1 $(GO) test -tags e2e -run '^$$' -bench '^BenchmarkClusterScale$$' -benchtime 1x -timeout 240m ./harness/cluster/e2e/
 
 bench: build tools ## benchmarks, each compared in the same run with its reference

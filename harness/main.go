@@ -93,6 +93,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "harness: unknown command %q (commands: %s; see harness --help)\n", os.Args[1], strings.Join(names, ", "))
 		os.Exit(2)
 	}
+	closeInheritedOnExec()
 	err := cmd.run(os.Args[2:])
 	var code exitError
 	switch {

@@ -98,7 +98,7 @@ func critestDefaultFailures() []string {
 
 // critestDefaultSkips are the specs critest v1.37.0 skips against cri-fake in its default set:
 // its own verdicts on what the runtime reports (no NRI socket, AppArmor disabled on the host, no
-// handler with user namespaces, Image Volume and recursive read-only mounts Unimplemented, no
+// handler with user namespaces, recursive read-only mounts Unimplemented, no
 // SupplementalGroupsPolicy feature, no CRI metrics) and the benchmark specs it leaves out without
 // -benchmark. The AppArmor ones are the host's verdict (AppArmor is disabled on the VM the lists
 // were taken on): on a host with AppArmor those nine run, and the test names each as moved.
@@ -118,11 +118,6 @@ func critestDefaultSkips() []string {
 		"[k8s.io] Container Mount Readonly runtime should support readonly mounts should reject a recursive readonly mount with ReadOnly: false",
 		"[k8s.io] Container Mount Readonly runtime should support readonly mounts should support recursive readonly mounts",
 		"[k8s.io] Container benchmark about operations on Container benchmark about basic operations on Container",
-		"[k8s.io] Image Volume [Feature:ImageVolume] should correctly mount image and enforce read-only",
-		"[k8s.io] Image Volume [Feature:ImageVolume] should reject Image Volume with Readonly set to false",
-		"[k8s.io] Image Volume [Feature:ImageVolume] should return image digest in ContainerStatus mounts",
-		"[k8s.io] Image Volume [Feature:ImageVolume] subPath should fail when subPath does not exist in the image",
-		"[k8s.io] Image Volume [Feature:ImageVolume] subPath should succeed when using a valid subPath",
 		"[k8s.io] Image benchmark about operations on Image benchmark about basic operations on Image",
 		"[k8s.io] Image benchmark about operations on Image benchmark about listing Image",
 		"[k8s.io] NRI CreateContainer contract should fail CreateContainer when the NRI hook errors, leak nothing, and allow retry",

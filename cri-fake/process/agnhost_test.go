@@ -66,6 +66,7 @@ func TestAgnhostCommands(t *testing.T) {
 		{name: "not simulated", args: []string{"/agnhost", "port-forward-tester"}, code: 1, stderr: `not simulated`},
 		{name: "version", args: []string{"/agnhost", "--version"}, stdout: `^app version 2\.66\.1\n$`},
 		{name: "klog flags accepted", args: []string{"/agnhost", "entrypoint-tester", "--v=4"}, stdout: `^\[/agnhost entrypoint-tester --v=4\]\n$`},
+		{name: "klog's v as a shorthand", args: []string{"/agnhost", "entrypoint-tester", "-v=4"}, stdout: `^\[/agnhost entrypoint-tester -v=4\]\n$`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

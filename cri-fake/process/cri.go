@@ -31,6 +31,10 @@ type ImageConfig struct {
 	// call; a runtime with many containers builds it once per image and
 	// keeps it here, so all containers of the image share it.
 	Layer *vfs.Layer
+	// Volumes is the content (ImageLayer) of the images the container's image
+	// volumes name (CRI Mount.image), by the reference in the mount
+	// (ImageSpec.image). An image volume whose image is not here fails FromCRI.
+	Volumes map[string]*vfs.Layer
 }
 
 // ImageLayer builds an image's content: the base layer the behaviour names
@@ -412,8 +416,15 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 		fcfg.Groups = append(fcfg.Groups, vfs.Group{Name: g.Name, GID: g.GID, Members: g.Members})
 	}
 	for _, m := range cfg.GetMounts() {
-		if m.GetImage() != nil {
-			return spec, fmt.Errorf("mount %q: image volumes are not simulated", m.GetContainerPath())
+		if ref := m.GetImage().GetImage(); m.GetImage() != nil {
+			// An image volume (KEP-4639): the image's content, read-only, shared with every
+			// container of that image.
+			ly := img.Volumes[ref]
+			if ly == nil {
+				return spec, fmt.Errorf("image volume %q: image %q is not pulled", m.GetContainerPath(), ref)
+			}
+			fcfg.ImageVolumes = append(fcfg.ImageVolumes, vfs.ImageVolume{ContainerPath: m.GetContainerPath(), Image: ly, SubPath: m.GetImageSubPath()})
+			continue
 		}
 		fcfg.Mounts = append(fcfg.Mounts, vfs.Mount{ContainerPath: m.GetContainerPath(), HostPath: m.GetHostPath(), Readonly: m.GetReadonly(), RecursiveReadOnly: m.GetRecursiveReadOnly(), Propagation: propagation(m.GetPropagation())})
 	}
@@ -442,6 +453,8 @@ func FromCRI(cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConf
 	spec.PidsLimit = kernel.PidsLimit(cfg.GetLinux().GetResources())
 	spec.MemoryLimit = cfg.GetLinux().GetResources().GetMemoryLimitInBytes()
 	spec.CPUQuota, spec.CPUPeriod = kernel.CPULimit(cfg.GetLinux().GetResources())
+	spec.CPUShares = cfg.GetLinux().GetResources().GetCpuShares()
+	spec.OOMScoreAdj = cfg.GetLinux().GetResources().GetOomScoreAdj()
 	return spec, nil
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -404,4 +406,76 @@ func TestTTYWithoutStdin(t *testing.T) {
 			t.Errorf("code %d", code)
 		}
 	})
+}
+
+// A sleeping process holds one goroutine, its program's: its end is watched with
+// context.AfterFunc and reported through AfterExit, so a node of 30,000 sleeping containers holds
+// 30,000 goroutines rather than 90,000 (cri-fake/server's BenchmarkLargeNode). Killed, each still
+// reports its end, once, through Done and every AfterExit callback.
+func TestSleepingProcessHoldsOneGoroutine(t *testing.T) {
+	const n = 50
+	// Counted from every goroutine's stack: those running sleep, and those the simulation
+	// started for a process (created by kernel.(*container).run). The processes of the tests
+	// before may still be ending (or, left running, be counted before as after), so what is
+	// counted is the growth, waited for.
+	count := func() (sleeping, perProcess int) {
+		buf := make([]byte, 64<<20)
+		for g := range strings.SplitSeq(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "applets.appletSleep(") {
+				sleeping++
+			}
+			if strings.Contains(g, "created by github.com/plugsim/plugsim/cri-fake/process/kernel.(*container).run") {
+				perProcess++
+			}
+		}
+		return sleeping, perProcess
+	}
+	sleepBase, base := count()
+	fsys := newFS(t, FSConfig{})
+	procs := make([]*Process, n)
+	for i := range procs {
+		procs[i] = startProc(t, Spec{Args: []string{"sleep", "3600"}, FS: fsys})
+	}
+	deadline := time.Now().Add(hangBound)
+	sleeping, perProcess := count()
+	for (sleeping-sleepBase < n || perProcess-base > n) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		sleeping, perProcess = count()
+	}
+	if sleeping-sleepBase < n || perProcess-base > n {
+		t.Fatalf("%d processes sleeping: %d more goroutines in sleep, %d more started for processes, want %d each", n, sleeping-sleepBase, perProcess-base, n)
+	}
+	var ended atomic.Int32
+	for _, p := range procs {
+		p.AfterExit(func() { ended.Add(1) })
+		p.AfterExit(func() { ended.Add(1) })
+		if err := p.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range procs {
+		select {
+		case <-p.Done():
+		case <-time.After(hangBound):
+			t.Fatal("a killed sleep did not end")
+		}
+		if code, _ := p.ExitCode(); code != 137 {
+			t.Fatalf("killed sleep: exit %d, want 137", code)
+		}
+	}
+	deadline = time.Now().Add(hangBound)
+	for ended.Load() != 2*n && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := ended.Load(); got != 2*n {
+		t.Fatalf("%d AfterExit callbacks ran, want %d", got, 2*n)
+	}
+	// One registered after the end runs too.
+	done := make(chan struct{})
+	procs[0].AfterExit(func() { close(done) })
+	select {
+	case <-done:
+	case <-time.After(hangBound):
+		t.Fatal("AfterExit on an ended process never ran")
+	}
 }

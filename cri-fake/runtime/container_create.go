@@ -64,12 +64,8 @@ func (s *Service) containerSpec(sb *store.Sandbox, id string, cfg *runtimeapi.Co
 	if err := validateSecurity(cfg); err != nil {
 		return store.ContainerSpec{}, images.Image{}, err
 	}
-	for _, m := range cfg.GetMounts() {
-		if m.GetImage() != nil {
-			// Image volumes (KEP-4639) need image contents; answering Unimplemented makes
-			// critest skip its Image Volume specs honestly.
-			return store.ContainerSpec{}, images.Image{}, status.Errorf(codes.Unimplemented, "image volume mount at %q: cri-fake has no image contents to mount", m.GetContainerPath())
-		}
+	if err := s.checkImageVolumes(cfg); err != nil {
+		return store.ContainerSpec{}, images.Image{}, err
 	}
 	img, ok := s.images.Store().Get(cfg.GetImage().GetImage())
 	if !ok {
@@ -121,7 +117,8 @@ func (s *Service) validateTask(sb *store.Sandbox, spec store.ContainerSpec, img 
 // taskSpec is what the launcher is told about a container of sandbox sb.
 func (s *Service) taskSpec(sb *store.Sandbox, spec store.ContainerSpec, img images.Image) task.Spec {
 	return task.Spec{ContainerID: spec.ID, SandboxID: sb.ID, RuntimeHandler: sb.RuntimeHandler, Config: spec.Config, SandboxConfig: sb.Config, Image: img,
-		LogPath: spec.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs}
+		LogPath: spec.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs,
+		ImageVolumes: s.imageVolumes(spec.Config)}
 }
 
 // containerLogPath is the container's log file: the sandbox's log directory joined with the

@@ -42,9 +42,15 @@ func TestCreateContainerErrors(t *testing.T) {
 		{"group without user", pod, mod(func(c *runtimeapi.ContainerConfig) {
 			c.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{RunAsGroup: &runtimeapi.Int64Value{Value: 10}}}
 		}), codes.InvalidArgument},
-		{"image volume", pod, mod(func(c *runtimeapi.ContainerConfig) {
+		{"image volume not read-only", pod, mod(func(c *runtimeapi.ContainerConfig) {
 			c.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", Image: &runtimeapi.ImageSpec{Image: busybox}}}
-		}), codes.Unimplemented},
+		}), codes.InvalidArgument},
+		{"image volume not pulled", pod, mod(func(c *runtimeapi.ContainerConfig) {
+			c.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", Readonly: true, Image: &runtimeapi.ImageSpec{Image: "nginx:1.27"}}}
+		}), codes.NotFound},
+		{"image volume sub-path not in the image", pod, mod(func(c *runtimeapi.ContainerConfig) {
+			c.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", Readonly: true, Image: &runtimeapi.ImageSpec{Image: busybox}, ImageSubPath: "not-existing"}}
+		}), codes.Unknown},
 		{"ok", pod, containerConfig("c"), codes.OK},
 		{"duplicate name", pod, containerConfig("c"), codes.AlreadyExists},
 		{"next attempt", pod, mod(func(c *runtimeapi.ContainerConfig) { c.Metadata.Attempt = 1 }), codes.OK},

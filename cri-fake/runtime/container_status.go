@@ -58,7 +58,7 @@ func (s *Service) containerStatus(c *store.Container) *runtimeapi.ContainerStatu
 		Message:     st.Message,
 		Labels:      c.Config.GetLabels(),
 		Annotations: c.Config.GetAnnotations(),
-		Mounts:      c.Config.GetMounts(),
+		Mounts:      s.statusMounts(c.Config),
 		LogPath:     c.LogPath,
 		StopSignal:  c.StopSignal,
 		User:        s.containerUser(c),
@@ -100,22 +100,4 @@ func containerUser(cfg *runtimeapi.ContainerConfig, ic *images.CatalogImage) *ru
 	return &runtimeapi.ContainerUser{Linux: &runtimeapi.LinuxContainerUser{
 		Uid: uid, Gid: gid, SupplementalGroups: append([]int64{gid}, sc.GetSupplementalGroups()...),
 	}}
-}
-
-func toContainer(c *store.Container) *runtimeapi.Container {
-	return &runtimeapi.Container{
-		Id:           c.ID,
-		PodSandboxId: c.SandboxID,
-		Metadata:     c.Config.GetMetadata(),
-		Image: &runtimeapi.ImageSpec{
-			Image:              c.ImageName,
-			UserSpecifiedImage: c.Config.GetImage().GetUserSpecifiedImage(),
-		},
-		ImageRef:    c.ImageID,
-		ImageId:     c.ImageID,
-		State:       c.Status().State,
-		CreatedAt:   c.CreatedAt,
-		Labels:      c.Config.GetLabels(),
-		Annotations: c.Config.GetAnnotations(),
-	}
 }

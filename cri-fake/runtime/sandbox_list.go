@@ -26,9 +26,10 @@ func (s *Service) listSandboxes(f *runtimeapi.PodSandboxFilter) []*runtimeapi.Po
 		if err != nil {
 			return nil
 		}
-		p := toSandbox(sb)
-		if matchSandbox(p, f) {
-			return []*runtimeapi.PodSandbox{p}
+		p := make([]runtimeapi.PodSandbox, 1)
+		fillSandbox(&p[0], sb)
+		if matchSandbox(&p[0], f) {
+			return []*runtimeapi.PodSandbox{&p[0]}
 		}
 		return nil
 	}
@@ -38,17 +39,26 @@ func (s *Service) listSandboxes(f *runtimeapi.PodSandboxFilter) []*runtimeapi.Po
 	} else {
 		all = s.sandboxes.List()
 	}
+	// One allocation for all the answer's messages (see listContainers).
+	msgs := make([]runtimeapi.PodSandbox, len(all))
 	out := make([]*runtimeapi.PodSandbox, 0, len(all))
-	for _, sb := range all {
+	for i, sb := range all {
 		if f.GetState() != nil && sb.Status().State != f.GetState().GetState() {
 			continue
 		}
 		if !labelsMatch(sb.Config.GetLabels(), f.GetLabelSelector()) {
 			continue
 		}
-		out = append(out, toSandbox(sb))
+		fillSandbox(&msgs[i], sb)
+		out = append(out, &msgs[i])
 	}
 	return out
+}
+
+// fillSandbox writes sb as a listing shows it into m.
+func fillSandbox(m *runtimeapi.PodSandbox, sb *store.Sandbox) {
+	m.Id, m.Metadata, m.State, m.CreatedAt = sb.ID, sb.Config.GetMetadata(), sb.Status().State, sb.CreatedAt
+	m.Labels, m.Annotations, m.RuntimeHandler = sb.Config.GetLabels(), sb.Config.GetAnnotations(), sb.RuntimeHandler
 }
 
 func matchSandbox(p *runtimeapi.PodSandbox, f *runtimeapi.PodSandboxFilter) bool {

@@ -73,15 +73,3 @@ func namespaceOptions(cfg *runtimeapi.PodSandboxConfig) *runtimeapi.NamespaceOpt
 	}
 	return &runtimeapi.NamespaceOption{}
 }
-
-func toSandbox(sb *store.Sandbox) *runtimeapi.PodSandbox {
-	return &runtimeapi.PodSandbox{
-		Id:             sb.ID,
-		Metadata:       sb.Config.GetMetadata(),
-		State:          sb.Status().State,
-		CreatedAt:      sb.CreatedAt,
-		Labels:         sb.Config.GetLabels(),
-		Annotations:    sb.Config.GetAnnotations(),
-		RuntimeHandler: sb.RuntimeHandler,
-	}
-}

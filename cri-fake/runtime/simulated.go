@@ -133,6 +133,20 @@ func (l *Simulated) processSpec(ts task.Spec) (process.Spec, error) {
 		return process.Spec{}, fmt.Errorf("image %s: %w", ts.Image.ID, err)
 	}
 	ic.Layer = ly
+	for ref, vol := range ts.ImageVolumes {
+		var vc process.ImageConfig
+		if c := vol.Config; c != nil {
+			vc = process.ImageConfig{Entrypoint: c.Entrypoint, Cmd: c.Cmd, Behavior: c.Behavior}
+		}
+		vl, err := l.layer(vol.ID, vc)
+		if err != nil {
+			return process.Spec{}, fmt.Errorf("image volume %s: %w", vol.ID, err)
+		}
+		if ic.Volumes == nil {
+			ic.Volumes = map[string]*process.Layer{}
+		}
+		ic.Volumes[ref] = vl
+	}
 	sbCfg := ts.SandboxConfig
 	if sbCfg.GetDnsConfig() == nil && sbCfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE {
 		// containerd copies the host's resolv.conf into a pod without DNS config; it is read
@@ -342,7 +356,7 @@ func (l *Simulated) Start(ctx context.Context, ts task.Spec) (task.Task, error) 
 		stdinOnce: ts.Config.GetStdinOnce(),
 		ready:     make(chan struct{}),
 		done:      make(chan struct{}),
-		memLimit:  memoryLimit(ts),
+		res:       resources(ts),
 	}
 	t.logs.openIfDirExists()
 	if l.StartLatency <= 0 {

@@ -7,46 +7,49 @@ import (
 	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
-// The container's memory limit reaches its simulated process here (simTask): the files the container
-// writes outside its mounts live in cri-fake's memory and are bounded by it (process.FSConfig
-// MemoryLimit; with no limit, process.DefaultMemoryLimit).
+// The container's resources reach its simulated process here (simTask): the memory limit bounds the
+// files the container writes outside its mounts (they live in cri-fake's memory: process.FSConfig
+// MemoryLimit; with no limit, process.DefaultMemoryLimit) and arms its OOM killer; the memory limit,
+// cpu shares, quota and period and oom_score_adj are what the container reads in /sys/fs/cgroup and
+// /proc/<pid>/oom_score_adj (process.Spec CPU, OOMScoreAdj; Process.UpdateResources).
 
-// memoryLimit is the container's memory limit as last set (0: none).
-func memoryLimit(ts task.Spec) int64 {
+// resources are the container's Linux resources as last set: UpdateContainerResources', else
+// CreateContainer's.
+func resources(ts task.Spec) *runtimeapi.LinuxContainerResources {
 	if ts.Resources != nil {
-		return ts.Resources.GetMemoryLimitInBytes()
+		return ts.Resources
 	}
-	return ts.Config.GetLinux().GetResources().GetMemoryLimitInBytes()
+	return ts.Config.GetLinux().GetResources()
 }
 
-// applyMemoryLimit gives the process being started the limit known now (its OOM killer and the
-// bound of its files); an Update from then on changes it in place.
-func (t *simTask) applyMemoryLimit(spec *process.Spec) {
+// applyResources gives the process being started the resources known now (the memory limit, the
+// CPU quota and period, what its cgroup files show); an Update from then on changes them in place.
+func (t *simTask) applyResources(spec *process.Spec) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.fs = spec.FS
-	spec.MemoryLimit = t.memLimit
+	t.started = t.res
+	spec.MemoryLimit = t.res.GetMemoryLimitInBytes()
+	spec.CPUQuota, spec.CPUPeriod = process.CPULimit(t.res)
+	spec.CPUShares = t.res.GetCpuShares()
+	spec.OOMScoreAdj = t.res.GetOomScoreAdj()
 	if spec.FS != nil {
-		spec.FS.SetMemoryLimit(t.memLimit)
+		spec.FS.SetMemoryLimit(spec.MemoryLimit)
 	}
 }
 
 // Update applies UpdateContainerResources: a new memory limit bounds the container's in-memory
-// files from the next write on (what they hold already stays); a new CPU quota throttles its
-// processes from the current period on.
+// files from the next write on (what they hold already stays), a new CPU quota throttles its
+// processes from the current period on, and the container's cgroup files show the new figures.
 func (t *simTask) Update(r *runtimeapi.LinuxContainerResources) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.memLimit = r.GetMemoryLimitInBytes()
-	t.cpuRes = r
-	if t.proc != nil {
-		t.proc.SetCPULimit(process.CPULimit(r)) // cpu_quota per cpu_period, from this period on
-	}
+	t.res = r
 	switch {
 	case t.proc != nil:
-		t.proc.SetMemoryLimit(t.memLimit) // below what it holds: the OOM killer
+		t.proc.UpdateResources(r) // a memory limit below what it holds: the OOM killer; the CPU quota from this period on
 	case t.fs != nil:
-		t.fs.SetMemoryLimit(t.memLimit)
+		t.fs.SetMemoryLimit(r.GetMemoryLimitInBytes())
 	}
 }
 

@@ -40,9 +40,9 @@ type simTask struct {
 	exit            task.Exit
 	task.ExitNotice // the process reports its own end: the runtime keeps no goroutine per container
 
-	memLimit int64                               // memory limit bounding the container's in-memory files (under mu)
-	cpuRes   *runtimeapi.LinuxContainerResources // the last Update's, for its CPU quota (under mu)
-	fs       *process.FS                         // the started process's file system (under mu; see Update)
+	res     *runtimeapi.LinuxContainerResources // the resources as last set (under mu; see Update)
+	started *runtimeapi.LinuxContainerResources // the ones the process was started with (under mu)
+	fs      *process.FS                         // the started process's file system (under mu; see Update)
 }
 
 // run starts the process and arranges for its end to flush the output and close done.
@@ -53,21 +53,17 @@ func (t *simTask) run(spec process.Spec) error {
 	}
 	t.mu.Lock()
 	t.proc = p
-	if t.memLimit != spec.MemoryLimit {
-		p.SetMemoryLimit(t.memLimit) // an Update came between applyMemoryLimit and now
-	}
-	if t.cpuRes != nil {
-		p.SetCPULimit(process.CPULimit(t.cpuRes)) // an Update came before the start
+	if t.res != t.started {
+		p.UpdateResources(t.res) // an Update came between applyResources and now
 	}
 	t.mu.Unlock()
-	go func() {
-		<-p.Done()
+	p.AfterExit(func() {
 		t.cio.Close()  // ends attach sessions, flushes their last line
-		t.logs.close() // flushes a last line without newline as an F record
+		t.logs.close() // flushes a last line without newline as a P record
 		code, _ := p.ExitCode()
 		t.exit = task.Exit{Code: int32(code), At: p.FinishedAt(), Reason: exitReason(p)}
 		t.closeDone()
-	}()
+	})
 	return nil
 }
 
@@ -108,7 +104,7 @@ func (t *simTask) begin() (err error) {
 	spec.PIDNamespace = pidns
 	spec.IPCNamespace = sim.ipcNamespace(ts)
 	spec.CPU = sim.cpus
-	t.applyMemoryLimit(&spec)
+	t.applyResources(&spec)
 	cio := process.NewContainerIO(nil, ts.Config.GetStdin(), ts.Config.GetTty())
 	t.cio = cio // before ready is closed, which publishes it
 	spec.Stdin = cio.Stdin()

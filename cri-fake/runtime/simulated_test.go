@@ -122,7 +122,7 @@ func TestSimulatedExits(t *testing.T) {
 	}{
 		{"completed", []string{"sh", "-c", "echo done"}, 0, "Completed", []string{" stdout F done"}},
 		{"error", []string{"sh", "-c", "echo about to fail; sleep 0.1; echo oops >&2; exit 1"}, 1, "Error", []string{" stdout F about to fail", " stderr F oops"}},
-		{"partial last line", []string{"printf", "no newline"}, 0, "Completed", []string{" stdout F no newline"}},
+		{"partial last line", []string{"printf", "no newline"}, 0, "Completed", []string{" stdout P no newline"}},
 		{"not found in sh", []string{"sh", "-c", "nope"}, 127, "Error", []string{"nope: not found"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,8 +18,10 @@ const busyLoops = `for i in $(seq 200); do while :; do :; done & done; wait`
 // given 10 s (generous for a loaded machine under -race; each took 12 s and more before, with no
 // race detector), all answer while the loops run. That the loops do run, and are charged, is
 // checked by counting: the container's CPU time grows by at least a second while they spin, and
-// its CPU rate is at least a quarter of a core (they hold the one simulated CPU of a 2-core
-// machine but for the hand-offs between them; the stats' synthetic idle share is 2–9 millicores).
+// its CPU rate is over 50 millicores, five times the stats' synthetic idle share (2–9 millicores).
+// On a quiet machine the loops hold the one simulated CPU of a 2-core machine but for the hand-offs
+// between them (near a core); with the machine's cores busy elsewhere the rate falls with them (208
+// millicores was seen beside a build), so the bound tells charged from idle, not fast from slow.
 func TestBusyLoopsLeaveTheServerAnswering(t *testing.T) {
 	ctx := context.Background()
 	_, c := start(t, Options{})
@@ -69,7 +71,7 @@ func TestBusyLoopsLeaveTheServerAnswering(t *testing.T) {
 			t.Fatalf("ListContainers %d of 20 while 200 loops spin: %v", i+1, err)
 		}
 	}
-	if rate := cpu().GetUsageNanoCores().GetValue(); rate < 250_000_000 {
-		t.Fatalf("the busy loops' CPU rate is %d nanocores: they are not charged (want a quarter of a core or more)", rate)
+	if rate := cpu().GetUsageNanoCores().GetValue(); rate < 50_000_000 {
+		t.Fatalf("the busy loops' CPU rate is %d nanocores: they are not charged (want over 50 millicores, the idle share's five times)", rate)
 	}
 }

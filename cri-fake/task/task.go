@@ -151,6 +151,9 @@ type Spec struct {
 	// Resources are the container's Linux resources as last set (CreateContainer's, or
 	// UpdateContainerResources' since); nil means Config's.
 	Resources *runtimeapi.LinuxContainerResources
+	// ImageVolumes are the images the container's image volumes (Mount.image) name, by the
+	// reference in the mount (ImageSpec.image); nil when it has none.
+	ImageVolumes map[string]images.Image
 }
 
 // ExitNotice is a task's NotifyExit for a task that knows when it ends: embed it, and call Ended

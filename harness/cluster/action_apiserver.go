@@ -21,6 +21,9 @@ func (apiServer) Execute(c *actionContext) error {
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file", pki("sa.pub"), "--service-account-signing-key-file", pki("sa.key"),
 		"--authorization-mode", "Node,RBAC",
+		// Bootstrap tokens (Secrets in kube-system) authenticate the kubelets of a joining machine
+		// until they have their certificates (`harness cluster join`, action_join_bootstrap.go).
+		"--enable-bootstrap-token-auth=true",
 		// ServiceAccount is on by default; NodeRestriction keeps each kubelet to its own Node and pods.
 		"--enable-admission-plugins", "NodeRestriction",
 		"--kubelet-client-certificate", pki("apiserver-kubelet-client.crt"), "--kubelet-client-key", pki("apiserver-kubelet-client.key"),
@@ -36,6 +39,12 @@ func (apiServer) Execute(c *actionContext) error {
 		// the Service's cluster IP leads nowhere from here.
 		"--enable-aggregator-routing=true",
 		"--profiling=false",
+		// Admission webhooks, CRD conversion webhooks and aggregated API servers are Services the API
+		// server calls. Without this it dials the Service's ClusterIP, which only kube-proxy (or a
+		// node's rules) could carry, and the control-plane namespace runs none; with it the resolver is
+		// the endpoint one (cmd/kube-apiserver/app/server.go buildServiceResolver:
+		// NewEndpointServiceResolver), which picks a ready endpoint's pod IP, routed to its node.
+		"--enable-aggregator-routing=true",
 	}
 	if apiServerChecksKubelets(c.o.KubeletServingCerts) {
 		// Only when the cluster's CA signs the kubelets' serving certificates: kubeadm leaves it out, and
@@ -43,7 +52,7 @@ func (apiServer) Execute(c *actionContext) error {
 		// port-forward).
 		apiArgs = append(apiArgs, "--kubelet-certificate-authority", pki("ca.crt"))
 	}
-	if _, err := c.startProc("kube-apiserver", c.cpNS, c.bin("kube"), apiArgs); err != nil {
+	if _, err := c.startProc("kube-apiserver", c.cpNS, c.bin("kube"), c.withExtra("kube-apiserver", apiArgs)); err != nil {
 		return err
 	}
 	if err := c.wait("the API server's /readyz (through the relay)", func() (bool, string) {

@@ -116,6 +116,19 @@ func (csiPods) Execute(c *actionContext) error {
 	return nil
 }
 
+// ephemeralDriverArgs are the arguments of the ephemeral-only csi-fake that `join` runs as a process of
+// each of its nodes (name, node directory nd): the CSI DaemonSets stay on the first machine's nodes
+// (examples/csi/node.yaml).
+func ephemeralDriverArgs(name, nd string) []string {
+	return []string{
+		"--ephemeral-only", "--driver-name", ephemeralDriver,
+		"--endpoint", "unix://" + filepath.Join(nd, "kubelet/plugins", ephemeralDriver, "csi.sock"), "--node-id", name,
+		"--state-dir", filepath.Join(nd, "state/csi-ephemeral"),
+		"--register", "--plugin-registry-dir", filepath.Join(nd, "kubelet/plugins_registry"),
+		"--trace", filepath.Join(nd, "csi-ephemeral.jsonl"),
+	}
+}
+
 // snapshotCRDs applies external-snapshotter's CRDs from BinDir/snapshot-crds (`make sidecars` copies
 // them there), waits until the API server serves them, and applies examples/csi's VolumeSnapshotClass.
 func snapshotCRDs(c *actionContext) error {

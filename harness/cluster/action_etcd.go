@@ -15,7 +15,7 @@ func (etcd) Execute(c *actionContext) error {
 		// disk costs the API server seconds.
 		"--unsafe-no-fsync", "--log-level", "warn",
 	}
-	if _, err := c.startProc("etcd", c.cpNS, c.bin("etcd"), etcdArgs); err != nil {
+	if _, err := c.startProc("etcd", c.cpNS, c.bin("etcd"), c.withExtra("etcd", etcdArgs)); err != nil {
 		return err
 	}
 	if err := c.wait("etcd's /health", func() (bool, string) {

@@ -7,6 +7,7 @@ func (controlPlaneNetwork) Name() string { return "make the control-plane networ
 
 func (controlPlaneNetwork) Execute(c *actionContext) error {
 	c.cpNS = c.st.Prefix + "-cp"
+	c.hubAddr = cpAddr
 	if err := c.st.addNetns(c.cpNS); err != nil {
 		return err
 	}
@@ -14,12 +15,12 @@ func (controlPlaneNetwork) Execute(c *actionContext) error {
 		{"netns", "add", c.cpNS},
 		{"-n", c.cpNS, "link", "set", "lo", "up"},
 		{"-n", c.cpNS, "link", "add", bridgeName, "type", "bridge"},
-		{"-n", c.cpNS, "addr", "add", cpAddr + "/24", "dev", bridgeName},
+		{"-n", c.cpNS, "addr", "add", c.hubAddr + "/24", "dev", bridgeName},
 		{"-n", c.cpNS, "link", "set", bridgeName, "up"},
 	}
 	if err := ipCmds(cmds); err != nil {
 		return err
 	}
-	c.step("control-plane network namespace %s: bridge %s %s/24", c.cpNS, bridgeName, cpAddr)
+	c.step("control-plane network namespace %s: bridge %s %s/24", c.cpNS, bridgeName, c.hubAddr)
 	return nil
 }

@@ -17,9 +17,16 @@ func (waitReady) Execute(c *actionContext) error {
 	return c.waitNodes("Ready", func(n *corev1.Node) bool { return nodeReady(n) })
 }
 
-// waitNodes waits until every node of the cluster is in the API and satisfies cond.
+// waitNodes waits until every node this run started is in the API and satisfies cond (a joined
+// cluster has others, which are not waited for).
 func (c *actionContext) waitNodes(what string, cond func(*corev1.Node) bool) error {
-	err := c.wait(fmt.Sprintf("%d node(s) %s", c.o.Nodes, what), func() (bool, string) {
+	ours := map[string]bool{}
+	c.st.mu.Lock()
+	for _, n := range c.st.Nodes {
+		ours[n.Name] = true
+	}
+	c.st.mu.Unlock()
+	err := c.wait(fmt.Sprintf("%d node(s) %s", len(ours), what), func() (bool, string) {
 		var list corev1.NodeList
 		if _, err := c.get("/api/v1/nodes", &list); err != nil {
 			return false, err.Error()
@@ -28,15 +35,18 @@ func (c *actionContext) waitNodes(what string, cond func(*corev1.Node) bool) err
 		var desc []string
 		for i := range list.Items {
 			n := &list.Items[i]
+			if !ours[n.Name] {
+				continue
+			}
 			if cond(n) {
 				ok++
 			}
 			desc = append(desc, n.Name+": "+readyMessage(n))
 		}
-		return ok == c.o.Nodes, fmt.Sprintf("%d of %d: %s", ok, c.o.Nodes, strings.Join(desc, "; "))
+		return ok == len(ours), fmt.Sprintf("%d of %d: %s", ok, len(ours), strings.Join(desc, "; "))
 	})
 	if err == nil {
-		c.step("%d node(s) %s", c.o.Nodes, what)
+		c.step("%d node(s) %s", len(ours), what)
 	}
 	return err
 }

@@ -43,13 +43,23 @@ func upActions(o Options) []action {
 		etcd{},                // action_etcd.go
 		apiServer{},           // action_apiserver.go: kube-apiserver, and its kubelet client's RBAC
 		controllers{},         // action_controllers.go: kube-controller-manager and kube-scheduler
+		imageCatalog{},        // action_catalog.go: DIR/image-catalog.yaml, which every node's cri-fake reads
 		nodes{},               // action_nodes.go: per node a namespace, cri-fake and a kubelet
 		csiDriver{},           // action_csi.go: CSIDriver objects, StorageClasses, the sidecars' RBAC, snapshot CRDs
 		podNetwork{},          // action_podnetwork.go: pod CIDRs, each node's conflist, routes between nodes and from the control plane
 		kubeProxy{},           // action_kubeproxy.go: kube-proxy on every node (Services, the kubernetes Service too)
 	}
+	if o.KubemarkNodes > 0 {
+		list = append(list, kubemarkNodes{}) // action_kubemark.go: hollow nodes, the real kubelet code on the upstream fake runtime
+	}
+	if o.KWOKNodes > 0 {
+		list = append(list, kwokNodes{}) // action_kwok.go: Node objects KWOK's controller keeps Ready
+	}
 	if !o.EmptyCNI {
-		list = append(list, waitReady{}) // action_ready.go
+		list = append(list,
+			waitReady{},  // action_ready.go
+			clusterDNS{}, // action_clusterdns.go: kubeadm's CoreDNS add-on, kube-dns at the kubelets' clusterDNS
+		)
 	}
 	// action_csi.go: csi-fake's controller with the real sidecars, snapshot-controller, the node plugins, as pods
 	return append(list, csiPods{})
@@ -86,11 +96,14 @@ type actionContext struct {
 	start  time.Time
 	exited chan string // names of processes that exited while `up` ran
 
-	cpNS    string  // the control-plane network namespace (controlPlaneNetwork)
+	cpNS    string  // the control-plane network namespace (controlPlaneNetwork); a joining machine's hub namespace (joinNetwork)
+	hubAddr string  // the bridge's address in cpNS: cpAddr, or a joining machine's (joinNetwork)
 	ca      *ca     // the cluster's CA (certificates)
 	adminKP keyPair // the admin's client certificate (certificates)
 	admin   *http.Client
 	server  string // the relay's https://127.0.0.1:PORT (apiRelay)
+
+	join *joinContext // what `join` learnt of the cluster it joins; nil for `up`
 
 	logs []string // the log files of the processes the running action started
 }
@@ -110,10 +123,31 @@ func (c *actionContext) run(list []action) error {
 	return nil
 }
 
+// nodeName is node i's name (from 1): nodeI, or NAME-nodeI on a joining machine.
+func (c *actionContext) nodeName(i int) string {
+	if c.join != nil {
+		return c.join.name + "-" + nodeName(i)
+	}
+	return nodeName(i)
+}
+
+// nodeIP is node i's address: 198.18.0.(10+i), or 198.18.M.(10+i) on a joining machine's subnet M.
+func (c *actionContext) nodeIP(i int) string {
+	if c.join != nil {
+		return subnetIP(c.join.subnet, 10+i)
+	}
+	return nodeIP(i)
+}
+
 func (c *actionContext) path(p ...string) string {
 	return filepath.Join(append([]string{c.o.Dir}, p...)...)
 }
 func (c *actionContext) bin(name string) string { return filepath.Join(c.o.BinDir, name) }
+
+// withExtra is args followed by the extra arguments the options give component.
+func (c *actionContext) withExtra(component string, args []string) []string {
+	return append(args, c.o.ExtraArgs[component]...)
+}
 
 // step prints one timed line: what an action made.
 func (c *actionContext) step(format string, args ...any) {
@@ -234,7 +268,11 @@ func (c *actionContext) get(path string, into any) (int, error) {
 }
 
 func (c *actionContext) kubectl(args ...string) error {
-	out, err := exec.CommandContext(c.ctx, c.bin("kubectl"), append([]string{"--kubeconfig", c.path("kubeconfig")}, args...)...).CombinedOutput()
+	cmd := exec.CommandContext(c.ctx, c.bin("kubectl"), append([]string{"--kubeconfig", c.path("kubeconfig")}, args...)...)
+	// A step's kubectl is up's own and goes with it: killed, up leaves none behind for down to find
+	// (down acts only on what cluster.json names, and it never names a step's command).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("kubectl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
@@ -280,4 +318,30 @@ func (c *actionContext) apply(name string, manifest []byte, flags ...string) err
 		return err
 	}
 	return c.kubectl(append([]string{"apply"}, append(flags, "-f", p)...)...)
+}
+
+// runAll runs list within c.o.Timeout of parent (nil: none but the timeout). When an action fails it
+// prints what the failure says past its first line (a log's end), then stops what was started (Down),
+// keeping the logs; the error returned, the last line a user sees, names the step, why and the logs.
+func (c *actionContext) runAll(parent context.Context, list []action) (err error) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(parent, c.o.Timeout)
+	defer cancel()
+	c.ctx = ctx
+	defer func() {
+		if err == nil {
+			return
+		}
+		var se *StepError
+		if errors.As(err, &se) && se.Detail() != "" {
+			fmt.Fprintln(c.o.Out, se.Detail())
+		}
+		fmt.Fprintf(c.o.Out, "stopping what was started (logs stay in %s)\n", filepath.Join(c.o.Dir, "logs"))
+		if derr := Down(c.o.Dir, c.o.Out); derr != nil {
+			err = fmt.Errorf("%w; and stopping it: %v", err, derr)
+		}
+	}()
+	return c.run(list)
 }

@@ -102,6 +102,12 @@ func TestAddresses(t *testing.T) {
 			t.Errorf("node %d address %s", i, ip)
 		}
 	}
+	// kube-dns sits where kubeadm puts it (GetDNSIP): the tenth address of the Service CIDR.
+	tenth := svc.IP.To4()
+	tenth[3] += 10
+	if dnsIP != tenth.String() || serviceIP == dnsIP {
+		t.Errorf("kube-dns %s, want %s", dnsIP, tenth)
+	}
 	if nodeIP(1) == nodeIP(2) {
 		t.Error("two nodes share an address")
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,9 +28,9 @@ const stopGrace = 10 * time.Second
 // Down stops the cluster in dir and takes away what it made: its processes (kubelets first, so none
 // restarts a pod the fakes are tearing down), each node's mount namespace with the mounts in it (each
 // kubelet's bind-mounted root dir, the tmpfs of secret and projected volumes, csi-fake's publishes,
-// cri-fake's pod network namespaces), every mount under dir, and its network namespaces (with them the
-// veths, routes and portmap's iptables rules, which live only there). It keeps the logs and the
-// certificates. With nothing to stop it does nothing and says so.
+// cri-fake's pod network namespaces), every mount under dir, its network namespaces (with them the
+// veths, routes and portmap's iptables rules, which live only there), and the nodes' cgroups
+// (cgroups.go). It keeps the logs and the certificates. With nothing to stop it does nothing and says so.
 //
 // It acts only on what is the cluster's own, whatever DIR/cluster.json says: a directory another local
 // user made or could change is refused (CheckDir); a process is signalled only when it is still the
@@ -78,6 +79,14 @@ func Down(dir string, out io.Writer) error {
 			}
 			did = true
 		}
+	}
+
+	// A joining machine's nodes leave the cluster: their kubelets are stopped (so none registers again),
+	// then their Node objects and the bootstrap token go, through the admin kubeconfig `join` kept.
+	var leaveErr error
+	if st.Join != nil {
+		leaveErr = leaveCluster(st, out)
+		did = true
 	}
 
 	// What the nodes' runc made for program containers (cri-fake/oci): after a kill -9 of cri-fake
@@ -140,6 +149,19 @@ func Down(dir string, out io.Writer) error {
 			return fmt.Errorf("ip netns del %s: %v: %s", n, err, strings.TrimSpace(string(out)))
 		}
 		did = true
+	}
+
+	// The nodes' cgroup roots, once no kubelet makes pod cgroups in them.
+	for _, cg := range clusterCgroups(prefix) { // the prefix derived from dir, never the file's
+		if err := removeCgroupTree(cg); err != nil {
+			return fmt.Errorf("removing the cgroup %s: %w", cg, err)
+		}
+		did = true
+	}
+
+	if leaveErr != nil {
+		// Everything else is stopped and gone; the state stays so that another `down` retries this.
+		return leaveErr
 	}
 
 	if err := os.Remove(filepath.Join(dir, StateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -219,4 +241,30 @@ func mountsUnder(dir string) []string {
 		}
 	}
 	return out
+}
+
+// leaveCluster deletes a joining machine's Node objects and its bootstrap token from the cluster it
+// joined. Objects already gone are fine; a cluster that cannot be reached is an error that names what is
+// left, so a second `down` can try again (the state file stays until then).
+func leaveCluster(st *State, out io.Writer) error {
+	kc, err := readKubeconfig(st.Join.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("leaving the cluster: %w (%w)", errNotJoined, err)
+	}
+	var names []string
+	for _, n := range st.Nodes {
+		if _, err := send(kc.client, "DELETE", kc.server+"/api/v1/nodes/"+n.Name, nil, http.StatusNotFound); err != nil {
+			return fmt.Errorf("leaving the cluster: delete node %s: %w", n.Name, err)
+		}
+		names = append(names, n.Name)
+	}
+	if st.Join.TokenID != "" {
+		if _, err := send(kc.client, "DELETE", kc.server+"/api/v1/namespaces/kube-system/secrets/bootstrap-token-"+st.Join.TokenID, nil, http.StatusNotFound); err != nil {
+			return fmt.Errorf("leaving the cluster: delete the bootstrap token: %w", err)
+		}
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(out, "left the cluster %s: deleted node(s) %s and bootstrap token %s\n", kc.server, strings.Join(names, ", "), st.Join.TokenID)
+	}
+	return nil
 }

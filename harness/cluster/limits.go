@@ -52,14 +52,18 @@ func inotifyInUse() int {
 
 // checkInotify refuses a node count the free inotify instances cannot hold, before anything is
 // started: otherwise the last kubelets exit minutes into `up`, with the reason only in their logs.
-func checkInotify(nodes int) error {
+func checkInotify(nodes int) error { return checkInotifyNodes(nodes, InotifyControlPlane) }
+
+// checkInotifyNodes is checkInotify with the instances the rest takes: a joining machine runs no
+// control plane.
+func checkInotifyNodes(nodes, rest int) error {
 	free, limit := InotifyFree()
 	if limit <= 0 {
 		return nil
 	}
-	if need := nodes*InotifyPerNode + InotifyControlPlane; need > free {
+	if need := nodes*InotifyPerNode + rest; need > free {
 		return fmt.Errorf("--nodes %d needs about %d inotify instances (%d a kubelet, %d for the control plane) and %d of fs.inotify.max_user_instances=%d are free: raise the limit (sysctl -w fs.inotify.max_user_instances=1024) or start fewer nodes",
-			nodes, need, InotifyPerNode, InotifyControlPlane, free, limit)
+			nodes, need, InotifyPerNode, rest, free, limit)
 	}
 	return nil
 }

@@ -10,8 +10,10 @@ import (
 )
 
 // Relay accepts connections on ln (in the host's network namespace) and joins each to a connection it
-// dials to target from inside the network namespace at netnsPath. Bytes pass through untouched: TLS runs
-// end to end between kubectl and the API server. It returns when ln is closed.
+// dials to target from inside the network namespace at netnsPath, or from its own when netnsPath is empty
+// (a joining machine's relay: ln is in a node's namespace, target the API server the host reaches). Bytes
+// pass through untouched: TLS runs end to end between kubectl and the API server. It returns when ln is
+// closed.
 func Relay(ln net.Listener, netnsPath, target string, logger *log.Logger) error {
 	for {
 		conn, err := ln.Accept()
@@ -21,7 +23,14 @@ func Relay(ln net.Listener, netnsPath, target string, logger *log.Logger) error 
 		go func() {
 			defer conn.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			up, err := dialIn(ctx, netnsPath, target)
+			var up net.Conn
+			var err error
+			if netnsPath == "" {
+				var d net.Dialer
+				up, err = d.DialContext(ctx, "tcp", target)
+			} else {
+				up, err = dialIn(ctx, netnsPath, target)
+			}
 			cancel()
 			if err != nil {
 				logger.Printf("relay %s: dial %s in %s: %v", conn.RemoteAddr(), target, netnsPath, err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,11 +62,11 @@ func RestartKubelet(dir, binDir string, names []string, out io.Writer, timeout t
 		st.mu.Lock()
 		st.Procs = slices.DeleteFunc(st.Procs, func(p Process) bool { return p.Name == name+"-kubelet" })
 		st.mu.Unlock()
-		if err := startKubelet(c, index[name]); err != nil {
+		nd, netns := c.path("nodes", name), fmt.Sprintf("%s-%s", st.Prefix, name)
+		if err := startKubelet(c, name, nd, netns, nodeIP(index[name]), "--kubeconfig", filepath.Join(nd, "kubelet.kubeconfig")); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		netns := nsPath(fmt.Sprintf("%s-%s", st.Prefix, name))
-		if err := c.wait(name+"'s kubelet /healthz", func() (bool, string) { return healthz(ctx, netns) }); err != nil {
+		if err := c.wait(name+"'s kubelet /healthz", func() (bool, string) { return healthz(ctx, nsPath(netns)) }); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		c.step("%s's kubelet restarted with %s", name, c.path("nodes", name, "kubelet.yaml"))

@@ -28,11 +28,20 @@ type State struct {
 	Procs  []Process `json:"processes"`
 	Port   int       `json:"port,omitempty"` // the relay's port on the host's 127.0.0.1
 	Nodes  []Node    `json:"nodes"`
+	// Join is set for a joining machine's directory (`harness cluster join`).
+	Join *JoinState `json:"join,omitempty"`
 	// Runc is the runc binary the nodes' cri-fakes run program containers with ("" when none):
 	// `down` deletes what they left with it (oci.Cleanup).
 	Runc string `json:"runc,omitempty"`
 
 	mu sync.Mutex
+}
+
+// JoinState is what `down` needs of a joining machine's cluster: the admin kubeconfig (a copy, in the
+// directory) with which it deletes the machine's Node objects and its bootstrap token.
+type JoinState struct {
+	Kubeconfig string `json:"kubeconfig"`
+	TokenID    string `json:"tokenID,omitempty"`
 }
 
 // Process is one process `up` started, with its start time (field 22 of /proc/PID/stat, in clock ticks
@@ -49,7 +58,23 @@ type Node struct {
 	Netns   string `json:"netns"`
 	IP      string `json:"ip"`
 	PodCIDR string `json:"podCIDR,omitempty"`
+	// Kind is "" for plugsim's nodes (a kubelet on the fakes), KindKubemark or KindKWOK for the nodes
+	// `up` starts beside them to compare (--kubemark-nodes, --kwok-nodes).
+	Kind string `json:"kind,omitempty"`
 }
+
+// The kinds of node `up` starts beside plugsim's.
+const (
+	KindKubemark = "kubemark"
+	KindKWOK     = "kwok"
+)
+
+// NodeKindLabel is the label every node `up` starts carries: plugsim, kubemark or kwok, for a node
+// selector to pick one kind.
+const NodeKindLabel = "plugsim.dev/node-kind"
+
+// JoinedLabel is the label a joining machine's nodes carry besides (`harness cluster join`): its --name.
+const JoinedLabel = "plugsim.dev/joined"
 
 // Skip are the subtrees of a cluster's directory that CheckDir does not walk: the pods' own data, which
 // belongs to whatever user a container runs as (each node kubelet's pods/ with its volumes, cri-fake's

@@ -5,14 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/plugsim/plugsim/internal/atomicfile"
 	"github.com/plugsim/plugsim/internal/statedir"
 )
+
+// ExtraArgComponents are the components Options.ExtraArgs may name.
+var ExtraArgComponents = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "cri-fake", "kubemark", "kwok"}
 
 // Options say what `up` starts.
 type Options struct {
@@ -27,11 +33,23 @@ type Options struct {
 	// KubeletServingCerts says where each kubelet's serving certificate (port 10250) comes from; ""
 	// means ServingSelfSigned, kubeadm's default. See ServingSelfSigned, ServingBootstrap, ServingClusterCA.
 	KubeletServingCerts string
+	// ImageCatalog is a cri-fake image catalog (YAML, cri-fake/README.md) for every node, merged over
+	// cri-fake's built-in images; "" gives DIR/image-catalog.yaml with no images of its own.
+	ImageCatalog string
 	// Relay is the command that runs the relay: the harness binary and its arguments before the relay's
 	// own flags (for `harness cluster relay`: [harness, cluster, relay]).
-	Relay   []string
-	Out     io.Writer     // progress
-	Timeout time.Duration // for the whole start; 0 means 5 minutes
+	Relay []string
+	// KubemarkNodes and KWOKNodes start that many nodes of each kind beside plugsim's, on the same
+	// control plane, to compare them (make bench-cluster): kubemark's hollow nodes (the real kubelet
+	// code on the upstream fake runtime; bin/kubemark, `make kubemark`) and KWOK's (no kubelet: its
+	// controller writes the nodes' and pods' status; bin/kwok and bin/kwok-stages, `make kwok`).
+	KubemarkNodes, KWOKNodes int
+	// ExtraArgs are command-line arguments appended to a component's own, by component: etcd,
+	// kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, cri-fake (kind's
+	// extraArgs). An argument given twice counts the last time, so these override `up`'s.
+	ExtraArgs map[string][]string
+	Out       io.Writer     // progress
+	Timeout   time.Duration // for the whole start; 0 means 5 minutes
 	// Context, when set, cancels the start (an interrupt of `up`): Up then stops what it started.
 	Context context.Context
 }
@@ -57,6 +75,10 @@ func Up(o Options) (err error) {
 	if o.Nodes < 1 || o.Nodes > MaxNodes {
 		return fmt.Errorf("--nodes %d: between 1 and %d", o.Nodes, MaxNodes)
 	}
+	// Every node takes a pod CIDR of clusterCIDR's 128, and plugsim's and kubemark's an address.
+	if o.KubemarkNodes < 0 || o.KWOKNodes < 0 || o.Nodes+o.KubemarkNodes+o.KWOKNodes > MaxNodes {
+		return fmt.Errorf("--nodes %d, --kubemark-nodes %d, --kwok-nodes %d: at most %d nodes in all", o.Nodes, o.KubemarkNodes, o.KWOKNodes, MaxNodes)
+	}
 	if !filepath.IsAbs(o.Dir) {
 		return fmt.Errorf("the directory must be absolute: %q", o.Dir)
 	}
@@ -77,7 +99,7 @@ func Up(o Options) (err error) {
 	default:
 		return fmt.Errorf("--kubelet-serving-certs %q: one of %s, %s, %s", o.KubeletServingCerts, ServingSelfSigned, ServingBootstrap, ServingClusterCA)
 	}
-	if err := checkInotify(o.Nodes); err != nil {
+	if err := checkInotify(o.Nodes + o.KubemarkNodes); err != nil {
 		return err
 	}
 	if o.Out == nil {
@@ -86,9 +108,26 @@ func Up(o Options) (err error) {
 	if o.Timeout == 0 {
 		o.Timeout = 5 * time.Minute
 	}
-	for name, target := range required {
+	for name := range o.ExtraArgs {
+		if !slices.Contains(ExtraArgComponents, name) {
+			return fmt.Errorf("--extra-args %s=…: no such component; the components are %s", name, strings.Join(ExtraArgComponents, ", "))
+		}
+	}
+	need := maps.Clone(required)
+	if o.KubemarkNodes > 0 {
+		need["kubemark"] = "make kubemark"
+	}
+	if o.KWOKNodes > 0 {
+		need["kwok"] = "make kwok"
+	}
+	for name, target := range need {
 		if fi, err := os.Stat(filepath.Join(o.BinDir, name)); err != nil || fi.Mode()&0o111 == 0 {
 			return fmt.Errorf("%s is missing: build it with `%s` (or point --bin-dir at it)", filepath.Join(o.BinDir, name), target)
+		}
+	}
+	if o.KWOKNodes > 0 {
+		if stages, _ := filepath.Glob(filepath.Join(o.BinDir, "kwok-stages", "*.yaml")); len(stages) == 0 {
+			return fmt.Errorf("%s holds no KWOK stages: `make kwok` copies them there", filepath.Join(o.BinDir, "kwok-stages"))
 		}
 	}
 	// portmap and the kubernetes Service's rules need iptables in each node's namespace.
@@ -102,29 +141,7 @@ func Up(o Options) (err error) {
 	if err := c.st.save(); err != nil {
 		return err
 	}
-	parent := o.Context
-	if parent == nil {
-		parent = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(parent, o.Timeout)
-	defer cancel()
-	c.ctx = ctx
-	defer func() {
-		if err == nil {
-			return
-		}
-		// What the failure says past its first line (a log's end) first, then what was stopped; the
-		// error itself, the last line a user sees, names the step, why and the logs.
-		var se *StepError
-		if errors.As(err, &se) && se.Detail() != "" {
-			fmt.Fprintln(o.Out, se.Detail())
-		}
-		fmt.Fprintf(o.Out, "stopping what was started (logs stay in %s)\n", filepath.Join(o.Dir, "logs"))
-		if derr := Down(o.Dir, o.Out); derr != nil {
-			err = fmt.Errorf("%w; and stopping it: %v", err, derr)
-		}
-	}()
-	return c.run(upActions(o))
+	return c.runAll(o.Context, upActions(o))
 }
 
 // prepareDir makes DIR, or clears it when it is a cluster's left from before; any other non-empty

@@ -59,7 +59,17 @@ type Summary struct {
 	// rest of the failures by first line: the failures an image added to the catalog would not explain.
 	PullFailed int
 	Others     []Group
-	Seconds    float64 // the specs' summed run time
+	// Causes are the failures by cause (causes.go): what the cluster lacked and what it waits on,
+	// most frequent first. Every failure has one.
+	Causes  []CauseGroup
+	Seconds float64 // the specs' summed run time
+}
+
+// CauseGroup is the failed specs of one cause.
+type CauseGroup struct {
+	Cause   string
+	WaitsOn string
+	Specs   []string
 }
 
 // Group is the specs whose failure (or skip) message starts with the same line.
@@ -86,6 +96,7 @@ func Read(r io.Reader, o Options) (*Summary, error) {
 	skips := map[string][]string{}
 	pulls := map[string][]string{}
 	others := map[string][]string{}
+	byCause := map[string][]string{}
 	for _, suite := range doc.Suites {
 		for _, c := range suite.Cases {
 			if o.NameContains != "" && !strings.Contains(c.Name, o.NameContains) {
@@ -116,6 +127,8 @@ func Read(r io.Reader, o Options) (*Summary, error) {
 				} else {
 					others[key] = append(others[key], c.Name)
 				}
+				ck := causeKey(causeOf(c.Name, m.Message+"\n"+m.Description+"\n"+c.SystemErr+"\n"+c.SystemOut))
+				byCause[ck] = append(byCause[ck], c.Name)
 			case c.Skipped != nil:
 				// ginkgo writes "skipped" alone for a spec the run filtered out or never reached, and
 				// "skipped - REASON" for one that called Skip (reporters.GenerateJUnitReportWithConfig).
@@ -136,6 +149,10 @@ func Read(r io.Reader, o Options) (*Summary, error) {
 	s.Skips = groups(skips)
 	s.Pulls = groups(pulls)
 	s.Others = groups(others)
+	for _, g := range groups(byCause) {
+		name, waitsOn := splitCauseKey(g.Message)
+		s.Causes = append(s.Causes, CauseGroup{Cause: name, WaitsOn: waitsOn, Specs: g.Specs})
+	}
 	return s, nil
 }
 
@@ -197,12 +214,22 @@ func FirstLine(message, description string) string {
 	return line
 }
 
-// Write prints the summary as text: the totals, then each failure group with its count and specs
-// (at most maxSpecs listed per group; 0 lists all), then the run-time skips by reason.
+// Write prints the summary as text: the totals, then the failures by cause, each failed spec named,
+// then each failure group (by first line) with its count and specs (at most maxSpecs listed per group;
+// 0 lists all), then the run-time skips by reason.
 func (s *Summary) Write(w io.Writer, maxSpecs int) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "specs %d: passed %d, failed %d, skipped %d, not run %d (spec time %.0fs)\n",
 		s.Specs, s.Passed, s.Failed, s.Skipped, s.NotRun, s.Seconds)
+	if len(s.Causes) > 0 {
+		fmt.Fprintf(&b, "\nfailures by cause (%d causes):\n", len(s.Causes))
+		for _, g := range s.Causes {
+			fmt.Fprintf(&b, "%4d  %s; waits on: %s\n", len(g.Specs), g.Cause, g.WaitsOn)
+			for _, spec := range g.Specs { // every one: each failure is named with its cause
+				fmt.Fprintf(&b, "        %s\n", spec)
+			}
+		}
+	}
 	writeGroups(&b, "failures", s.Groups, maxSpecs)
 	writeGroups(&b, "skips", s.Skips, maxSpecs)
 	if len(s.Pulls) > 0 {

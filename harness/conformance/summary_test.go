@@ -139,3 +139,39 @@ func TestWrite(t *testing.T) {
 		}
 	}
 }
+
+// Each failure gets the first cause whose evidence it shows: a failed pull before the area of the
+// spec, the area before what the message says.
+func TestCauses(t *testing.T) {
+	for _, c := range []struct{ spec, text, want string }{
+		{"[sig-network] DNS should provide DNS for services [Conformance]", "event: Failed to pull image \"x\"", "an image the catalog lacks"},
+		{"[sig-network] DNS should provide DNS for services [Conformance]", "[FAILED] timed out waiting for the condition", "cluster DNS"},
+		{"[sig-api-machinery] Aggregator Should be able to support the 1.17 Sample API Server [Conformance]", "anything", "the aggregated API server"},
+		{"[sig-api-machinery] AdmissionWebhook should deny [Conformance]", `error waiting for deployment "sample-webhook-deployment" status to match expectation`, "a webhook server's Deployment"},
+		{"[sig-network] Services should serve endpoints [Conformance]", "service is not reachable within 2m0s timeout", "a Service did not carry"},
+		{"[sig-network] Services should have session affinity work [Conformance]", `nc: getaddrinfo for host "affinity-clusterip" port 80: Name does not resolve`, "cluster DNS"},
+		{"[sig-node] Probing container should restart [Conformance]", "Back-off restarting failed container app", "a container crashed"},
+		{"[sig-apps] Job should run [Conformance]", "Timed out after 300.000s.\nexpected pod to be running", "a timeout waiting for a pod"},
+		{"[sig-cli] Kubectl should print [Conformance]", "expected \"a\" to equal \"b\"", "other"},
+	} {
+		if got := causeOf(c.spec, c.text); !strings.HasPrefix(got.Name, c.want) {
+			t.Errorf("%s with %q: cause %q, want %q…", c.spec, c.text, got.Name, c.want)
+		}
+	}
+	s, err := Read(strings.NewReader(report), Options{NameContains: "[Conformance]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, g := range s.Causes {
+		n += len(g.Specs)
+	}
+	if n != s.Failed {
+		t.Errorf("%d failures have a cause, want all %d: %+v", n, s.Failed, s.Causes)
+	}
+	var b strings.Builder
+	s.Write(&b, 1)
+	if !strings.Contains(b.String(), "waits on: issue 25: cri-fake's image catalog\n") {
+		t.Errorf("the summary does not say what the pull failures wait on:\n%s", b.String())
+	}
+}

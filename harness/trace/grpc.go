@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -151,20 +152,26 @@ type call struct {
 	req, resp  any
 }
 
-// size is about how many bytes the call's event will hold: the messages' wire sizes (their JSON
-// is of the same order; eventLocked corrects it once rendered) and the names.
-func (c *call) size() int64 {
-	n := len(c.fullMethod) + len(c.caller) + 64
-	if m, ok := c.req.(proto.Message); ok && m != nil {
-		n += proto.Size(m)
+// measure sizes the call's messages for the trace (see measure): its request, and its response
+// when it succeeded.
+func (c *call) measure() (req, resp measured) {
+	if m, ok := c.req.(proto.Message); ok {
+		req = measure(m)
 	}
-	if m, ok := c.resp.(proto.Message); ok && m != nil && c.err == nil {
-		n += proto.Size(m)
+	if m, ok := c.resp.(proto.Message); ok && c.err == nil {
+		resp = measure(m)
 	}
+	return req, resp
+}
+
+// size is about how many bytes the call's event will hold with its messages whole: their wire
+// sizes (their JSON is of the same order; eventLocked corrects it once rendered) and the names.
+func (c *call) size(req, resp measured) int64 {
+	n := int64(len(c.fullMethod)+len(c.caller)+64) + req.size + resp.size
 	if c.err != nil {
-		n += len(c.err.Error())
+		n += int64(len(c.err.Error()))
 	}
-	return int64(n)
+	return n
 }
 
 // hugeMessage is the wire size past which a message is not rendered at all: its JSON (protojson,
@@ -172,33 +179,37 @@ func (c *call) size() int64 {
 // MaxPayload. Its event says what it was and how big instead.
 const hugeMessage = 4 * MaxPayload
 
-// bounded is the call's event with payloads cut to MaxPayload, a message past hugeMessage
-// replaced by a note of its type and size without being rendered.
-func (c *call) bounded() Event {
-	ev := c.event()
-	req, resp := c.req, c.resp
+// bounded is the call's event with payloads bounded by MaxPayload: a message cut to a prefix of
+// its long lists (see measure) is kept as that prefix and rendered when read; another message
+// past MaxPayload is rendered now and cut, or, past hugeMessage, replaced by a note of its type
+// and size without being rendered. pending is about the bytes the prefixes and the other
+// messages kept unrendered will render to, which Size does not count yet.
+func (c *call) bounded(req, resp measured) (ev Event, pending int64) {
+	ev = c.event()
 	var cut int64
-	note := func(v any) json.RawMessage {
-		m, ok := v.(proto.Message)
-		if !ok || m == nil {
-			return nil
+	part := func(m measured) func() json.RawMessage {
+		switch {
+		case m.msg == nil:
+			return func() json.RawMessage { return nil }
+		case m.cut || m.size <= MaxPayload:
+			cut += m.size - m.kept
+			pending += m.kept
+			return func() json.RawMessage { return RenderProto(m.msg) }
+		case m.size <= hugeMessage:
+			e := Event{Response: RenderProto(m.msg)}
+			e.Truncate(MaxPayload)
+			cut += e.Truncated
+			return func() json.RawMessage { return e.Response }
+		default:
+			cut += m.size
+			b, _ := json.Marshal(fmt.Sprintf("%s of %d bytes, not kept", m.msg.ProtoReflect().Descriptor().FullName(), m.size))
+			return func() json.RawMessage { return b }
 		}
-		n := proto.Size(m)
-		if n <= hugeMessage {
-			return RenderProto(m)
-		}
-		cut += int64(n)
-		b, _ := json.Marshal(fmt.Sprintf("%s of %d bytes, not kept", m.ProtoReflect().Descriptor().FullName(), n))
-		return b
 	}
-	ev.SetRenderer(nil)
-	ev.Request = note(req)
-	if c.err == nil {
-		ev.Response = note(resp)
-	}
+	renderReq, renderResp := part(req), part(resp)
+	ev.SetRenderer(func(e *Event) { e.Request, e.Response = renderReq(), renderResp() })
 	ev.Truncated += cut
-	ev.Truncate(MaxPayload)
-	return ev
+	return ev, pending
 }
 
 // event turns the call into its Event, to be rendered lazily.
@@ -316,15 +327,14 @@ func RenderProto(v any) json.RawMessage {
 	if err != nil {
 		return nil
 	}
-	// protojson output is not stable in its white space; compact it so traces diff cleanly.
-	var out json.RawMessage
-	if json.Unmarshal(b, &out) != nil {
+	// protojson output is not stable in its white space; compact it so traces diff cleanly (in
+	// one pass: it is valid JSON already).
+	var out bytes.Buffer
+	out.Grow(len(b))
+	if json.Compact(&out, b) != nil {
 		return nil
 	}
-	if c, err := json.Marshal(out); err == nil {
-		return c
-	}
-	return out
+	return out.Bytes()
 }
 
 // secretNames are the CRI fields that carry credentials (runtime.v1 AuthConfig).

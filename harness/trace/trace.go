@@ -167,18 +167,17 @@ func (r *Recorder) Record(ev Event) {
 
 // recordCall stores a served gRPC call; it is Record for the interceptors' hot path.
 func (r *Recorder) recordCall(c call) {
-	// Sized before the lock is taken (the ring's length never changes): proto.Size walks the
-	// messages, their maps by reflection, and the other clients' calls need not wait for that.
-	var size int64
-	if len(r.ring) > 0 {
-		size = c.size()
-	}
+	// Measured before the lock is taken: proto.Size walks the messages, their maps by
+	// reflection, and the other clients' calls need not wait for that.
+	req, resp := c.measure()
+	size := c.size(req, resp)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seq++
 	c.seq = r.seq
 	if r.w != nil || len(r.subs) > 0 {
-		ev := r.publishLocked(c.bounded())
+		ev, _ := c.bounded(req, resp)
+		ev = r.publishLocked(ev)
 		if len(r.ring) > 0 {
 			r.storeLocked(slot{ev: &ev, size: ev.Size()})
 		}
@@ -187,11 +186,12 @@ func (r *Recorder) recordCall(c call) {
 	if len(r.ring) == 0 {
 		return
 	}
-	if size > MaxPayload {
-		// Rendered and cut now, so the ring does not hold the whole message until somebody
-		// reads it (40 ExecSync answers of 15 MB each took cri-fake to 1.65 GB).
-		ev := c.bounded()
-		r.storeLocked(slot{ev: &ev, size: ev.Size()})
+	if size > MaxPayload || req.cut || resp.cut {
+		// Bounded now, so the ring does not hold the whole message until somebody reads it
+		// (40 ExecSync answers of 15 MB each took cri-fake to 1.65 GB): a long listing keeps
+		// the prefix measure cut, another large message is rendered and cut.
+		ev, pending := c.bounded(req, resp)
+		r.storeLocked(slot{ev: &ev, size: ev.Size() + pending})
 		return
 	}
 	r.storeLocked(slot{call: c, size: size})

@@ -89,8 +89,10 @@ func Main(p *kernel.Proc) int {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	run := sc.setup(p, fs)
-	// component-base's cli.Run adds klog's flags to every command: the specs pass some.
-	fs.Int("v", 0, "number for the log level verbosity")
+	// component-base's cli.Run adds klog's flags to every command: the specs pass some. pflag's
+	// AddGoFlag gives a one-letter Go flag its shorthand, so klog's v is also -v: the webhook and
+	// CRD conversion Deployments of the specs pass "-v=4" (test/e2e/apimachinery/webhook.go).
+	fs.IntP("v", "v", 0, "number for the log level verbosity")
 	fs.String("vmodule", "", "comma-separated list of pattern=N settings for file-filtered logging")
 	help := fs.BoolP("help", "h", false, "help for "+name)
 	if err := fs.Parse(args[1:]); err != nil {

@@ -2,6 +2,7 @@ package applets
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"syscall"
 
@@ -9,16 +10,12 @@ import (
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
-// appletMount is busybox mount: without arguments it lists /proc/mounts;
+// appletMount is busybox mount: without a source and mount point it lists
+// /proc/mounts (`mount -t TYPE` those of that type) as busybox prints them;
 // `mount --bind SRC DST`, `--rbind` and `-o bind` / `-o rbind` bind SRC at
 // DST in the container's mount namespace (kernel.Proc.Mount). Mounting a
 // file system (`-t tmpfs`, a device) is not simulated and says so.
 func appletMount(p *kernel.Proc) int {
-	if len(p.Args) == 1 {
-		data, _ := p.FS().ReadFile("/proc/mounts")
-		p.Stdout.Write(data)
-		return 0
-	}
 	var bind, recursive bool
 	fstype := ""
 	var args []string
@@ -49,6 +46,10 @@ func appletMount(p *kernel.Proc) int {
 		default:
 			args = append(args, a)
 		}
+	}
+	if len(args) == 0 && !bind {
+		listMounts(p, fstype)
+		return 0
 	}
 	if len(args) != 2 {
 		p.Errorf("need a source and a mount point")
@@ -91,4 +92,17 @@ func appletUmount(p *kernel.Proc) int {
 		return 1
 	}
 	return st
+}
+
+// listMounts prints the mount table, of type fstype only when it is set, in
+// busybox's format (mount.c: "%s on %s type %s (%s)").
+func listMounts(p *kernel.Proc, fstype string) {
+	data, _ := p.FS().ReadFile("/proc/mounts")
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || (fstype != "" && f[2] != fstype) {
+			continue
+		}
+		fmt.Fprintf(p.Stdout, "%s on %s type %s (%s)\n", f[0], f[1], f[2], f[3])
+	}
 }

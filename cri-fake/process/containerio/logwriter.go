@@ -245,14 +245,17 @@ func (s *logStream) emit(line []byte, full bool) error {
 	return s.w.record(s.name, tag, line)
 }
 
-// Close flushes a pending line without newline as a full (F) record.
+// Close flushes a pending line without newline as a partial (P) record, as containerd's CRI logger
+// writes the end of a stream that does not end in a newline (internal/cri/io/logger.go
+// redirectLogs: "it should be treated as a partial line"): a reader then joins it with nothing,
+// so the kubelet's FallbackToLogsOnError message of `echo -n DONE` is "DONE", not "DONE\n".
 func (s *logStream) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.buf) == 0 {
 		return nil
 	}
-	err := s.emit(s.buf, true)
+	err := s.emit(s.buf, false)
 	s.buf = nil
 	if ferr := s.w.flush(); err == nil {
 		err = ferr

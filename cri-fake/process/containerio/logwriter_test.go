@@ -37,7 +37,7 @@ func TestLogWriterFormat(t *testing.T) {
 		{"split writes", []string{"hel", "lo\nwor", "ld\n"}, Stdout, ts + " stdout F hello\n" + ts + " stdout F world\n"},
 		{"stderr", []string{"oops\n"}, Stderr, ts + " stderr F oops\n"},
 		{"empty line", []string{"\n"}, Stdout, ts + " stdout F \n"},
-		{"no newline flushed at close", []string{"hello"}, Stdout, ts + " stdout F hello\n"},
+		{"no newline flushed at close", []string{"hello"}, Stdout, ts + " stdout P hello\n"},
 		{"long line is partial", []string{long + "\n"}, Stdout, ts + " stdout P " + long[:MaxLogLine] + "\n" + ts + " stdout F " + long[MaxLogLine:] + "\n"},
 	}
 	for _, tc := range tests {

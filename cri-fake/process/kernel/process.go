@@ -122,6 +122,12 @@ type Spec struct {
 	// MemoryLimit is the container's memory limit in bytes (memory_limit_in_bytes; 0: none):
 	// past it the OOM killer ends the container (memory.go).
 	MemoryLimit int64
+	// CPUShares is the container's cpu_shares, which /sys/fs/cgroup/cpu.weight shows in runc's
+	// cgroup v2 conversion (cgroupfs.go); the simulation's CPUs share fairly without it.
+	CPUShares int64
+	// OOMScoreAdj is /proc/<pid>/oom_score_adj of the container's processes (the CRI's
+	// oom_score_adj, which the kubelet derives from the pod's QoS class).
+	OOMScoreAdj int64
 	// IPCNamespace is the System V IPC namespace to join: nil gives the container its own.
 	// Share one per pod for IPC mode POD and the node's (NewNodeIPCNamespace) for NODE.
 	IPCNamespace *IPCNamespace
@@ -225,6 +231,7 @@ type container struct {
 	ipcns *IPCNamespace
 	mem   memoryCgroup
 	cpu   *sched.Group
+	cg    cgroupState // what /sys/fs/cgroup shows of the CPU and oom_score_adj as last set (cgroupfs.go)
 	// procs is how many processes of this container hold a pid slot (table entries and
 	// pipeline subshells), guarded by pidns.mu; see pidsLimit.
 	procs int
@@ -255,6 +262,7 @@ type Process struct {
 	finishedAt time.Time
 	gates      []*gate
 	onFinish   []func()
+	afterExit  []func() // AfterExit's callbacks, called once done is closed
 	width      uint16
 	height     uint16
 }
@@ -291,6 +299,9 @@ func StartWith(ctx context.Context, spec Spec, applets *AppletSet) (*Process, er
 	}
 	c.readiness = !spec.Behaviour.FailReadiness
 	c.fs.SetProc(c.procFile, c.procPids)
+	c.cg.cpu = cpuResources{Shares: spec.CPUShares, Quota: spec.CPUQuota.Microseconds(), Period: spec.CPUPeriod.Microseconds()}
+	c.cg.oomScoreAdj = spec.OOMScoreAdj
+	c.fs.SetSys(sysTree{c})
 	wd := spec.WorkingDir
 	if wd == "" {
 		wd = "/"
@@ -463,36 +474,44 @@ func (c *container) run(exe vfs.Executable, args, env []string, wd string, stdin
 		ttyIn.Start()
 	}
 	pr := &Proc{t: t, c: c, th: c.cpu.NewThread(), Args: args, Env: env, Dir: wd, Stdin: in, Stdout: sout, Stderr: serr, TTY: tty, Exe: exe}
-	finished := make(chan int, 1)
+	// The process ends when its program returns or when its context ends (a kill, or pid 1 of
+	// its namespace ending), whichever comes first, even if the program does not notice the
+	// context. The context is watched with context.AfterFunc rather than by a goroutine per
+	// process: a node of 30,000 sleeping containers held 30,000 such goroutines.
+	var once sync.Once
+	end := func(code int) { once.Do(func() { p.finish(code, main) }) }
+	stopWatch := context.AfterFunc(t.ctx, func() {
+		code, _ := ExitCause(t.ctx)
+		end(code)
+	})
+	returned := func(code int) {
+		if ec, ok := ExitCause(t.ctx); ok {
+			code = ec
+		}
+		stopWatch()
+		end(code)
+	}
 	if b := c.spec.Behaviour; main && b.CrashOnStart {
 		code := 1
 		if b.Exit != nil && b.Exit.Code != 0 {
 			code = b.Exit.Code
 		}
 		fmt.Fprintf(serr, "%s: simulated crash on start (image behaviour)\n", args[0])
-		finished <- code
+		go returned(code)
 	} else {
 		go func() {
+			// A panic skips returned: recoverCrash ends the task, whose context's end
+			// finishes the process.
 			defer t.recoverCrash()
-			defer pr.Idle()
-			finished <- pr.RunExecutable()
+			defer pr.Idle() // also when it panics
+			code := pr.RunExecutable()
+			pr.Idle() // its CPU is given back before its end is reported, as before
+			returned(code)
 		}()
 		if main {
 			c.startBehaviour(p, pr)
 		}
 	}
-	go func() {
-		var code int
-		select {
-		case code = <-finished:
-			if ec, ok := ExitCause(t.ctx); ok {
-				code = ec
-			}
-		case <-t.ctx.Done():
-			code, _ = ExitCause(t.ctx)
-		}
-		p.finish(code, main)
-	}()
 	return p, nil
 }
 
@@ -524,8 +543,30 @@ func (p *Process) finish(code int, main bool) {
 	p.exitCode = code
 	p.exited = true
 	p.finishedAt = time.Now()
+	after := p.afterExit
+	p.afterExit = nil
 	p.mu.Unlock()
 	close(p.done)
+	for _, f := range after {
+		go f()
+	}
+}
+
+// AfterExit calls f, in a goroutine of its own, once the process has ended (Done is closed and
+// ExitCode and FinishedAt answer), or at once if it has already ended: a runtime learns of each
+// container's end without a goroutine waiting on Done for each one.
+func (p *Process) AfterExit(f func()) {
+	p.mu.Lock()
+	if !p.exited {
+		p.afterExit = append(p.afterExit, f)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	go func() {
+		<-p.done // finish sets exited just before it closes done
+		f()
+	}()
 }
 
 func (c *container) startBehaviour(p *Process, pr *Proc) {
@@ -794,8 +835,9 @@ func infos(tasks []*task) []ProcessInfo {
 // Stats returns simulated resource figures for the whole container (the same
 // for the main process and its execs). After the main process ended, memory
 // is 0 and CPU time stops growing.
-func (p *Process) Stats() Stats {
-	c := p.c
+func (p *Process) Stats() Stats { return p.c.stats() }
+
+func (c *container) stats() Stats {
 	own := c.ownTasks()
 	c.mu.Lock()
 	now := time.Now()

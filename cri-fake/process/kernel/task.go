@@ -549,7 +549,7 @@ func (c *container) procFile(rel string) ([]byte, bool) {
 		if c.fs.Config().ReadonlyRootfs {
 			ro = "ro"
 		}
-		fmt.Fprintf(&b, "overlay / overlay %s,relatime 0 0\nproc /proc proc rw,nosuid,nodev,noexec,relatime 0 0\n", ro)
+		fmt.Fprintf(&b, "overlay / overlay %s,relatime 0 0\nproc /proc proc rw,nosuid,nodev,noexec,relatime 0 0\n%s", ro, sysMounts)
 		for _, m := range c.fs.Config().Mounts {
 			opt := "rw"
 			if m.Readonly {
@@ -587,6 +587,10 @@ func (c *container) procFile(rel string) ([]byte, bool) {
 		return c.procFile("mounts")
 	case "mountinfo":
 		return c.fs.MountInfo(), true
+	case "oom_score_adj":
+		return c.oomScoreAdj(), true
+	case "cgroup":
+		return []byte("0::/\n"), true // cgroup v2, a private cgroup namespace: its own cgroup is the root
 	}
 	return nil, false
 }

@@ -116,11 +116,13 @@ func parseDigArgs(args []string) (digOpts, error) {
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			return o, fmt.Errorf("Invalid option: %s", a)
 		default:
-			if t, ok := resolv.ParseType(a); ok && o.name != "" && !o.typeSet {
+			// A type or class is taken as one wherever it stands, before the name as after it
+			// (dig.c's parse_args: `dig SRV _http._tcp.web` asks for web's SRV records).
+			if t, ok := resolv.ParseType(a); ok && !o.typeSet {
 				o.qtype, o.typeSet = t, true
 				continue
 			}
-			if strings.EqualFold(a, "IN") && o.name != "" {
+			if strings.EqualFold(a, "IN") {
 				continue
 			}
 			if o.name != "" {
@@ -132,7 +134,10 @@ func parseDigArgs(args []string) (digOpts, error) {
 	}
 	if o.name == "" {
 		// dig with no name asks for the root's NS records.
-		o.name, o.qtype = ".", dnsmessage.TypeNS
+		o.name = "."
+		if !o.typeSet {
+			o.qtype = dnsmessage.TypeNS
+		}
 	}
 	return o, nil
 }

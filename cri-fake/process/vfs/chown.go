@@ -45,7 +45,7 @@ func (f *FS) ChownAs(c Cred, p string, uid, gid int, follow bool) error {
 		// Root.Lchown never follows a symlink swapped in meanwhile; walk already
 		// resolved the path in the container's view.
 		return wrapNil("chown", p, r.Lchown(l.rel, uid, gid))
-	case locProc, locDev, locMasked:
+	case locProc, locDev, locMasked, locSys:
 		return pathErr("chown", p, syscall.EPERM)
 	}
 	n, ok := f.get(l.cpath)

@@ -86,6 +86,8 @@ type FSConfig struct {
 	// ReadonlyPaths refuse writes (EROFS), as runc applies them.
 	MaskedPaths   []string
 	ReadonlyPaths []string
+	// ImageVolumes are images mounted read-only in the view (imagevolume.go).
+	ImageVolumes []ImageVolume
 	// MemoryLimit bounds the bytes the container's own files hold (those
 	// written outside any mount, which live in cri-fake's memory): past it a
 	// write fails with ENOSPC, as on a full tmpfs. FromCRI sets the
@@ -143,6 +145,10 @@ type FS struct {
 	procList func() []string
 	// memcg is the container's memory controller (memcg.go), nil for none.
 	memcg MemoryCgroup
+	// sys answers under /sys (sysfs.go); nil leaves /sys to the image.
+	sys SysTree
+	// images are the image volumes, in the order they were placed (imagevolume.go).
+	images []imageMount
 }
 
 // SetProc installs what answers under /proc besides /proc/sys: read gives
@@ -203,6 +209,9 @@ func NewFS(cfg FSConfig) (*FS, error) {
 	if err := f.addMounts(cfg.Mounts, add); err != nil {
 		return nil, err
 	}
+	if err := f.addImageVolumes(cfg.ImageVolumes); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -227,6 +236,11 @@ func (f *FS) get(p string) (*node, bool) {
 	}
 	if f.whiteout[p] {
 		return nil, false
+	}
+	if len(f.images) > 0 {
+		if n, covered := f.imageNode(p); covered {
+			return n, n != nil
+		}
 	}
 	n, ok := f.lower.entries[p]
 	return n, ok
@@ -316,6 +330,7 @@ func (f *FS) all() map[string]*node {
 			out[p] = n
 		}
 	}
+	f.imageEntries(out)
 	for p, n := range f.upper {
 		out[p] = n
 	}
@@ -553,6 +568,12 @@ func (f *FS) stat(p string, follow bool) (fs.FileInfo, loc, error) {
 			return nil, l, pathErr("stat", p, syscall.ENOENT)
 		}
 		return virtualInfo(name, 0o444, len(data)), l, nil
+	case locSys:
+		st, ok := f.sysStat(l.rel)
+		if !ok {
+			return nil, l, pathErr("stat", p, syscall.ENOENT)
+		}
+		return st, l, nil
 	}
 	n, ok := f.get(l.cpath)
 	if !ok {
@@ -673,6 +694,15 @@ func (f *FS) Open(p string) (io.ReadCloser, error) {
 			return nil, pathErr("open", p, syscall.ENOENT)
 		}
 		return io.NopCloser(bytes.NewReader(data)), nil
+	case locSys:
+		st, ok := f.sysStat(l.rel)
+		if !ok {
+			return nil, pathErr("open", p, syscall.ENOENT)
+		}
+		if st.IsDir() {
+			return nil, pathErr("read", p, syscall.EISDIR)
+		}
+		return io.NopCloser(&sysReader{sys: f.sys, rel: l.rel}), nil
 	}
 	n, ok := f.get(l.cpath)
 	if !ok {
@@ -726,6 +756,14 @@ func (f *FS) ReadDir(p string) ([]fs.FileInfo, error) {
 		return nil, nil
 	case locDev:
 		return nil, pathErr("open", p, syscall.ENOTDIR)
+	case locSys:
+		if out, ok := f.sysReadDir(l.rel); ok {
+			return out, nil
+		}
+		if _, ok := f.sysStat(l.rel); ok {
+			return nil, pathErr("open", p, syscall.ENOTDIR)
+		}
+		return nil, pathErr("open", p, syscall.ENOENT)
 	case locProc:
 		names := map[string]bool{}
 		if l.rel == "" {
@@ -963,7 +1001,7 @@ func (f *FS) OpenWriteAs(c Cred, p string, appendMode bool, perm fs.FileMode) (i
 			return nil, pathErr("open", p, syscall.EISDIR)
 		}
 		return Discard{}, nil // a masked file is /dev/null
-	case locProc:
+	case locProc, locSys:
 		return nil, pathErr("open", p, syscall.EROFS)
 	case locHost:
 		if l.ro {
@@ -1137,6 +1175,11 @@ func (f *FS) create(c Cred, l loc, op, p string, mode fs.FileMode) error {
 			return pathErr(op, p, syscall.EEXIST)
 		}
 		return pathErr(op, p, syscall.EROFS)
+	case locSys:
+		if _, ok := f.sysStat(l.rel); ok {
+			return pathErr(op, p, syscall.EEXIST)
+		}
+		return pathErr(op, p, syscall.EROFS)
 	}
 	if _, ok := f.get(l.cpath); ok {
 		return pathErr(op, p, syscall.EEXIST)
@@ -1226,7 +1269,7 @@ func (f *FS) RemoveAs(c Cred, p string, recursive bool) error {
 			return wrapNil("remove", p, r.RemoveAll(l.rel)) // never follows a symlink, in or out of the root
 		}
 		return wrapNil("remove", p, r.Remove(l.rel))
-	case locProc, locDev, locMasked:
+	case locProc, locDev, locMasked, locSys:
 		return pathErr("remove", p, syscall.EROFS)
 	}
 	n, ok := f.get(l.cpath)

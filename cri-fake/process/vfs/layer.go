@@ -126,6 +126,8 @@ type Layer struct {
 	etcOnce sync.Once
 	passwd  []byte
 	group   []byte
+	// vol are the files the layer shows as an image volume (imagevolume.go).
+	vol volumeEtc
 }
 
 // NewLayer returns a layer holding only "/".

@@ -405,6 +405,13 @@ func (f *FS) MountInfo() []byte {
 	const rootID = 1000
 	fmt.Fprintf(&b, "%d %d 0:40 / / %s,relatime - overlay overlay rw\n", rootID, rootID-1, ro)
 	fmt.Fprintf(&b, "%d %d 0:41 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw\n", rootID+1, rootID)
+	next := rootID + 2
+	if f.sys != nil {
+		// runc's /sys and, on a cgroup v2 node, the cgroup2 mount over its fs/cgroup (sysfs.go).
+		fmt.Fprintf(&b, "%d %d 0:42 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs ro\n", next, rootID)
+		fmt.Fprintf(&b, "%d %d 0:43 / /sys/fs/cgroup ro,nosuid,nodev,noexec,relatime - cgroup2 cgroup rw\n", next+1, next)
+		next += 2
+	}
 	mounts := append([]*mountPoint(nil), f.mounts...)
 	sort.SliceStable(mounts, func(i, j int) bool { return len(mounts[i].cpath) < len(mounts[j].cpath) })
 	ids := map[string]int{"/": rootID}
@@ -418,7 +425,6 @@ func (f *FS) MountInfo() []byte {
 			}
 		}
 	}
-	next := rootID + 2
 	emit := func(m *mountPoint) {
 		hostPath := path.Join(m.dir, m.sub, m.name)
 		hm, _ := mountinfo.Lookup(host, hostPath)

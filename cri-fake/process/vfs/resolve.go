@@ -16,6 +16,7 @@ const (
 	locProc
 	locDev
 	locMasked
+	locSys // under /sys, the kernel's sysfs (sysfs.go)
 )
 
 // loc is where a container path lands after resolution.
@@ -23,7 +24,7 @@ type loc struct {
 	kind  locKind
 	cpath string      // resolved container path (no symlinks, no "..")
 	m     *mountPoint // locHost (and a masked path in a mount): the mount
-	rel   string      // locHost: path below m.dir; locProc: path below /proc; locDev: device name
+	rel   string      // locHost: path below m.dir; locProc: path below /proc; locSys: below /sys; locDev: device name
 	ro    bool        // writes refused with EROFS
 }
 
@@ -117,7 +118,7 @@ func (f *FS) walk(roots *hostRoots, p string, follow, lenient bool) (loc, error)
 			if !last && !mp.isDir() {
 				return loc{}, syscall.ENOTDIR
 			}
-			w.cur, w.m, w.rel, w.proc, missing = next, mp, mp.rootRel(), false, 0
+			w.cur, w.m, w.rel, w.proc, w.sys, missing = next, mp, mp.rootRel(), false, false, 0
 			continue
 		}
 		if missing > 0 {
@@ -163,6 +164,11 @@ func (f *FS) walk(roots *hostRoots, p string, follow, lenient bool) (loc, error)
 				continue
 			}
 		} else {
+			if w.sys || (next == "/sys" && f.sys != nil) {
+				// sysfs is mounted there: what exists below it is the kernel's to say.
+				w.cur, w.sys = next, true
+				continue
+			}
 			if w.proc || next == "/proc" {
 				// /proc is virtual: what exists below it is for the operation to say.
 				w.cur, w.proc = next, true
@@ -220,6 +226,8 @@ func (f *FS) walk(roots *hostRoots, p string, follow, lenient bool) (loc, error)
 		}
 	case w.proc:
 		l = loc{kind: locProc, cpath: w.cur, rel: strings.TrimPrefix(strings.TrimPrefix(w.cur, "/proc"), "/")}
+	case w.sys:
+		l = loc{kind: locSys, cpath: w.cur, rel: sysRel(w.cur)}
 	}
 	return f.finish(l), nil
 }
@@ -231,6 +239,7 @@ type walkState struct {
 	m     *mountPoint
 	rel   string
 	proc  bool // under /proc (not a mount)
+	sys   bool // under /sys (not a mount below it)
 	bound bool // inside a bind of the container's own tree (mounttable.go)
 }
 
@@ -239,6 +248,7 @@ func (f *FS) enter(w *walkState, p string) {
 	w.cur = p
 	w.m, w.rel = f.coveringMount(p)
 	w.proc = w.m == nil && (p == "/proc" || strings.HasPrefix(p, "/proc/"))
+	w.sys = w.m == nil && f.underSys(p)
 }
 
 // hostErrno is the errno of a failed host operation; a failure without one
@@ -258,10 +268,10 @@ func (f *FS) finish(l loc) loc {
 		l.ro = true
 		return l
 	}
-	if l.kind == locMem && f.cfg.ReadonlyRootfs {
+	if l.kind == locMem && (f.cfg.ReadonlyRootfs || (len(f.images) > 0 && f.underImageVolume(l.cpath))) {
 		l.ro = true
 	}
-	if l.kind == locProc || f.underPrefix(f.cfg.ReadonlyPaths, l.cpath) {
+	if l.kind == locProc || l.kind == locSys || f.underPrefix(f.cfg.ReadonlyPaths, l.cpath) {
 		l.ro = true
 	}
 	return l

@@ -155,6 +155,7 @@ func BenchmarkClusterScale(b *testing.B) {
 				// The default 5 minutes of `up` is for the suites' 1 and 3 nodes.
 				c := upCluster(b, n, "--timeout", "30m")
 				samples := 0
+				cpu0, held := c.cpuByComponent(), time.Now()
 				for start, end := time.Now(), time.Now().Add(hold); ; {
 					ready, desc := c.readyNodes()
 					samples++
@@ -166,6 +167,15 @@ func BenchmarkClusterScale(b *testing.B) {
 					}
 					time.Sleep(5 * time.Second)
 				}
+				cpu1, took := c.cpuByComponent(), time.Since(held).Seconds()
+				var nodeCPU float64
+				for k, v := range cpu1 {
+					if k != "control plane" && k != "cri-fake's CNI" {
+						nodeCPU += v - cpu0[k]
+					}
+				}
+				b.Logf("%d nodes idle over %.0f s: %.1f%% of a core a node (%s), the control plane %.0f%% of a core",
+					n, took, 100*nodeCPU/took/float64(n), cpuDelta(cpu0, cpu1), 100*(cpu1["control plane"]-cpu0["control plane"])/took)
 				m, cp := c.memory(b)
 				perNodeMiB = m
 				b.ReportMetric(c.upTook.Seconds(), "s-to-ready")
@@ -259,4 +269,202 @@ func loadAvg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// BenchmarkPodThroughput is issue 29's throughput and start-up goals on plugsim alone: on 3 nodes, a Deployment of 90 pause replicas (30 a node, where the goal is
+// start-up p99 <= 5 s) and then one of 300 (where it is >= 20 pods/s), each measured from the
+// apply to every pod Ready, each pod from its creation to Ready as a watch sees them, and the CPU
+// the nodes' processes spent per pod.
+//
+// PLUGSIM_THROUGHPUT_UP_ARGS adds arguments to its `harness cluster up` (--extra-args …), to measure a
+// setting against another.
+func BenchmarkPodThroughput(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		c := upCluster(b, 3, strings.Fields(os.Getenv("PLUGSIM_THROUGHPUT_UP_ARGS"))...)
+		c.waitFor("the default service account", 60*time.Second, func() (bool, string) {
+			out, err := c.kubectl("get", "serviceaccount", "default")
+			return err == nil, out
+		})
+		// What the nodes cost idle: the CPU each component of the 3 nodes spends in 30 s.
+		idle0 := c.cpuByComponent()
+		time.Sleep(30 * time.Second)
+		b.Logf("plugsim, 3 idle nodes, CPU-s in 30 s by component: %s; load %s", cpuDelta(idle0, c.cpuByComponent()), loadAvg())
+		for _, n := range []int{90, 300} {
+			s, cpu, phases := c.deployPause(b, fmt.Sprintf("pause-%d", n), n)
+			b.Logf("plugsim, %d replicas on 3 nodes: %v; %.3f CPU-s per pod on the nodes; load %s\n  %s", n, s, cpu/float64(n), loadAvg(), phases)
+			b.ReportMetric(s.podsPerSecond(), fmt.Sprintf("pods/s-%d", n))
+			b.ReportMetric(s.quantile(0.99).Seconds(), fmt.Sprintf("s-p99-%d", n))
+			b.ReportMetric(s.quantile(0.5).Seconds(), fmt.Sprintf("s-p50-%d", n))
+			b.ReportMetric(cpu/float64(n), fmt.Sprintf("cpu-s/pod-%d", n))
+		}
+		c.down(b)
+	}
+}
+
+// deployPause applies a Deployment of n pause replicas named name, waits until all are Ready and
+// measures them (and the CPU seconds the nodes spent meanwhile), then deletes it and waits until
+// its pods are gone.
+func (c *testCluster) deployPause(tb testing.TB, name string, n int) (startup, float64, string) {
+	tb.Helper()
+	before := c.cpuByComponent()
+	r := c.runPause(tb, name, n, "", c.nodePIDs())
+	r.phases += "\n  CPU-s on the nodes by component: " + cpuDelta(before, c.cpuByComponent())
+	c.deletePause(tb, name)
+	return r.startup, r.cpu, r.phases
+}
+
+// pauseRun is one Deployment of pause replicas, measured.
+type pauseRun struct {
+	startup
+	cpu    float64 // CPU seconds the given processes spent from the apply to the last pod Ready
+	phases string
+}
+
+// runPause applies a Deployment of n pause replicas named name (on the nodes labelled
+// plugsim.dev/node-kind=kind, unless kind is empty), waits until all are Ready, and measures them and
+// the CPU seconds the processes pids spent meanwhile. The Deployment stays.
+func (c *testCluster) runPause(tb testing.TB, name string, n int, kind string, pids []int) pauseRun {
+	tb.Helper()
+	w := c.watchPods(tb, "default", "app="+name)
+	selector := ""
+	if kind != "" {
+		selector = fmt.Sprintf("\n      nodeSelector: {%s: %s}", cluster.NodeKindLabel, kind)
+	}
+	cpu0 := cpuSeconds(pids)
+	applied := time.Now()
+	c.apply(fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %[1]s, namespace: default}
+spec:
+  replicas: %[2]d
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec:%[3]s
+      terminationGracePeriodSeconds: 1
+      containers:
+      - {name: pause, image: registry.k8s.io/pause:3.10}
+`, name, n, selector))
+	w.waitReady(tb, n, 20*time.Minute)
+	r := pauseRun{startup: w.startup(applied), cpu: cpuSeconds(pids) - cpu0}
+	w.stop()
+	r.phases = c.phases(tb, "app="+name)
+	return r
+}
+
+// deletePause deletes the Deployment name and waits until its pods are gone.
+func (c *testCluster) deletePause(tb testing.TB, name string) {
+	tb.Helper()
+	c.mustKubectl("delete", "deployment", name, "--wait=true")
+	c.waitFor("the pods of "+name+" gone", 10*time.Minute, func() (bool, string) {
+		out, err := c.kubectl("get", "pods", "-l", "app="+name, "-o", "name")
+		return err == nil && strings.TrimSpace(out) == "", fmt.Sprintf("%d left", strings.Count(out, "\n"))
+	})
+}
+
+// BenchmarkClusterKinds is issue 29's side-by-side benchmark (make bench-cluster): on one control
+// plane, 3 plugsim nodes, 3 kubemark hollow nodes and 3 KWOK nodes, each kind given the same
+// Deployments of pause replicas by node selector, one kind after the other (their order rotating, so
+// the machine's load drifts over all of them): 90 replicas (30 a node: the pod start-up SLO's p99) and
+// 300 (the throughput). Per kind: pods/s from the apply to the last pod Ready, start-up latency
+// p50/p90/p99 (each pod from its creation to Ready as a watch sees it), memory per node with 30 pods
+// (RSS of what a node runs; KWOK: its controller's RSS over its nodes), and CPU seconds per pod started.
+func BenchmarkClusterKinds(b *testing.B) {
+	const perKind = 3
+	type kind struct {
+		name, label, lacks string
+		pids               func(c *testCluster) []int
+	}
+	procs := func(c *testCluster, match func(cluster.Process) bool) []int {
+		var pids []int
+		for _, p := range c.state().Procs {
+			if match(p) {
+				pids = append(pids, p.PID)
+			}
+		}
+		return pids
+	}
+	kinds := []kind{
+		{"plugsim", "plugsim", "(does everything the table's columns need; probes, volumes, CNI, logs and exec are real)",
+			func(c *testCluster) []int { return c.nodePIDs() }},
+		{"kubemark", cluster.KindKubemark, "no probes (a fake prober), no volumes (a fake mounter), no CNI (no pod network), no logs or exec (the upstream fake runtime)",
+			func(c *testCluster) []int {
+				return procs(c, func(p cluster.Process) bool { return strings.HasPrefix(p.Name, "hollow-node") })
+			}},
+		{"KWOK", cluster.KindKWOK, "no kubelet: no runtime, probes, volumes, CNI, logs or exec; a pod is Ready when its stage is played",
+			func(c *testCluster) []int { return procs(c, func(p cluster.Process) bool { return p.Name == "kwok" }) }},
+	}
+	for i := 0; i < b.N; i++ {
+		c := upCluster(b, perKind, "--kubemark-nodes", strconv.Itoa(perKind), "--kwok-nodes", strconv.Itoa(perKind))
+		c.waitFor("the default service account", 60*time.Second, func() (bool, string) {
+			out, err := c.kubectl("get", "serviceaccount", "default")
+			return err == nil, out
+		})
+		type result struct {
+			slo, burst pauseRun
+			mib        float64
+		}
+		res := map[string]*result{}
+		for _, k := range kinds {
+			res[k.name] = &result{}
+		}
+		for si, n := range []int{30 * perKind, 300} {
+			for ki := range kinds {
+				k := kinds[(ki+si)%len(kinds)]
+				name := fmt.Sprintf("pause-%s-%d", strings.ToLower(k.name), n)
+				r := c.runPause(b, name, n, k.label, k.pids(c))
+				if n == 30*perKind {
+					res[k.name].slo = r
+					res[k.name].mib = c.kindMiB(k.label, k.pids(c))
+				} else {
+					res[k.name].burst = r
+				}
+				b.Logf("%s, %d replicas on %d nodes: %v; %.3f CPU-s per pod; load %s\n  %s", k.name, n, perKind, r.startup, r.cpu/float64(n), loadAvg(), r.phases)
+				c.deletePause(b, name)
+			}
+		}
+		q := func(r pauseRun) string {
+			return fmt.Sprintf("%.1f / %.1f / %.1f", r.quantile(0.5).Seconds(), r.quantile(0.9).Seconds(), r.quantile(0.99).Seconds())
+		}
+		var t strings.Builder
+		fmt.Fprintf(&t, "side by side on one control plane, %d nodes of each kind, %s (load %s):\n", perKind, time.Now().UTC().Format("2006-01-02"), loadAvg())
+		fmt.Fprintf(&t, "| kind | pods/s, 300 pods | start-up p50 / p90 / p99 (s), 30 a node | the same, 100 a node | MiB a node, 30 pods | CPU-s per pod | does not do |\n|---|---|---|---|---|---|---|\n")
+		for _, k := range kinds {
+			r := res[k.name]
+			fmt.Fprintf(&t, "| %s | %.1f | %s | %s | %.1f | %.3f | %s |\n", k.name, r.burst.podsPerSecond(), q(r.slo), q(r.burst), r.mib,
+				(r.slo.cpu+r.burst.cpu)/float64(r.slo.pods+r.burst.pods), k.lacks)
+			b.ReportMetric(r.burst.podsPerSecond(), k.name+"-pods/s")
+			b.ReportMetric(r.slo.quantile(0.99).Seconds(), k.name+"-s-p99-30/node")
+			b.ReportMetric(r.mib, k.name+"-MiB/node")
+		}
+		fmt.Print(t.String())
+		b.Log("\n" + t.String())
+		c.down(b)
+	}
+}
+
+// kindMiB is the memory a node of one kind takes: the RSS of the processes pids over the nodes
+// labelled plugsim.dev/node-kind=kind (a plugsim node's kubelet, cri-fake and csi-fakes; a hollow
+// node's kubemark; KWOK's controller shared by its nodes).
+func (c *testCluster) kindMiB(kind string, pids []int) float64 {
+	var kib int
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+				v, _ := strconv.Atoi(f[1])
+				kib += v
+			}
+		}
+	}
+	nodes := 0
+	for _, n := range c.state().Nodes {
+		if n.Kind == kind || (kind == "plugsim" && n.Kind == "") {
+			nodes++
+		}
+	}
+	return float64(kib) / 1024 / float64(max(nodes, 1))
 }

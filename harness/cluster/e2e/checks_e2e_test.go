@@ -331,6 +331,10 @@ spec:
 	workloadChecks(t, c)
 	// Services through each node's kube-proxy (services_e2e_test.go).
 	serviceChecks(t, c)
+	// What the conformance specs need of the cluster (conformance_e2e_test.go).
+	conformanceChecks(t, c)
+	// Cluster DNS through CoreDNS behind kube-dns (dns_e2e_test.go).
+	dnsChecks(t, c)
 }
 
 func podWithRuntimeClass(name, class string) string {

@@ -236,6 +236,9 @@ func leftovers(dir string) []string {
 			out = append(out, "network namespace "+e.Name())
 		}
 	}
+	for _, cg := range cluster.ClusterCgroups(dir) {
+		out = append(out, "cgroup "+cg)
+	}
 	b, _ := os.ReadFile("/proc/self/mountinfo")
 	for _, l := range strings.Split(string(b), "\n") {
 		if f := strings.Fields(l); len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
@@ -325,7 +328,7 @@ func TestClusterOneNode(t *testing.T) {
 			t.Logf("container runtime version: %q", n.Status.NodeInfo.ContainerRuntimeVersion)
 		}
 		kib, names := c.rss("node1-")
-		t.Logf("memory of node1 (kubelet, cri-fake, csi-fake and the ephemeral-only csi-fake), RSS: %d MiB (%s)", kib/1024, strings.Join(names, ", "))
+		t.Logf("memory of node1 (kubelet and cri-fake; the CSI node plugins are pods, their programs under runc), RSS: %d MiB (%s)", kib/1024, strings.Join(names, ", "))
 	})
 
 	t.Run("pod-runs", func(t *testing.T) {

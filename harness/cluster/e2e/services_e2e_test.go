@@ -98,10 +98,15 @@ spec:
 
 	t.Run("clusterip-across-nodes", func(t *testing.T) {
 		c.t = t
-		got := hostnames("svc-client", "node3", false, "http://"+svc.Spec.ClusterIP, 12)
-		if d := distinct(got); len(got) != 12 || len(d) < 2 {
-			t.Errorf("12 fetches of the ClusterIP %s from node3 answered %v: want 12 answers from at least 2 backends", svc.Spec.ClusterIP, got)
-		}
+		// rollout status returns once the pods are Ready; node3's kube-proxy programs them a moment
+		// later (EndpointSlice, then its sync): until it has, every answer comes from the backends it
+		// had. So the check is a wait for the condition, each try a client pod of its own.
+		try := 0
+		c.waitFor("12 answers from at least 2 backends through the ClusterIP "+svc.Spec.ClusterIP+" from node3", 120*time.Second, func() (bool, string) {
+			try++
+			got := hostnames(fmt.Sprintf("svc-client-%d", try), "node3", false, "http://"+svc.Spec.ClusterIP, 12)
+			return len(got) == 12 && len(distinct(got)) >= 2, fmt.Sprint(got)
+		})
 	})
 	t.Run("nodeport-every-node", func(t *testing.T) {
 		c.t = t
