@@ -74,6 +74,11 @@ func TestBusyboxAsTheSpecsRunIt(t *testing.T) {
 		{name: "tail -f", args: []string{"sh", "-c", "echo out1; echo err1 >&2; tail -f /dev/null"}, code: -2, stdout: "^out1\nerr1\n$"},
 		// security_context.go: id.
 		{name: "id", args: []string{"sh", "-c", "id -u; id -g; id"}, id: Identity{UID: 1001, GID: 2002}, stdout: "^1001\n2002\nuid=1001 gid=2002 groups=2002\n$"},
+		// common/node/runtime.go:90, the restart counter: wc -l's count through awk, the quotes as the spec has them.
+		{name: "awk after wc -l", args: []string{"sh", "-c", "f=/tmp/restartCount; count=$(echo 'hello' >> $f ; wc -l $f | awk {'print $1'}); echo $count; count=$(echo 'hello' >> $f ; wc -l $f | awk {'print $1'}); [ $count -eq 2 ] && echo two"},
+			stdout: "^1\ntwo\n$"},
+		// common/storage/empty_dir.go:390: a column of df.
+		{name: "awk a column", args: []string{"sh", "-c", "printf 'a 1 x\nb  2\ty\n' | awk '{print $2}'"}, stdout: "^1\n2\n$"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

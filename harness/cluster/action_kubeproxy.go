@@ -43,7 +43,7 @@ func (kubeProxy) Execute(c *actionContext) error {
 		if err := atomicfile.Write(filepath.Join(nd, "kube-proxy.yaml"), kubeProxyConfig(nd, n.Name), 0o600); err != nil {
 			return err
 		}
-		if _, err := c.startProc(n.Name+"-kube-proxy", n.Netns, c.bin("kube"), []string{"kube-proxy", "--config", filepath.Join(nd, "kube-proxy.yaml")}); err != nil {
+		if _, err := c.startProc(n.Name+"-kube-proxy", n.Netns, c.bin("kube-proxy"), []string{"--config", filepath.Join(nd, "kube-proxy.yaml")}); err != nil {
 			return err
 		}
 	}

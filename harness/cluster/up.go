@@ -57,7 +57,7 @@ type Options struct {
 // required lists the binaries `up` runs (and the program images' binaries, in BinDir/programs, cri-fake's
 // program directory) and the make target that builds each.
 var required = map[string]string{
-	"etcd": "make control-plane", "kube": "make control-plane", "kubectl": "make control-plane",
+	"etcd": "make control-plane", "kube": "make control-plane", "kubectl": "make control-plane", "kube-proxy": "make control-plane",
 	"kubelet": "make kubelet", "cri-fake": "make build", "csi-fake": "make build", "cni-fake": "make build",
 	"portmap": "make tools", "runc": "make runc",
 	// The CSI driver's pods (examples/csi/controller.yaml, node.yaml) and the CRDs of its snapshots.

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/plugsim/plugsim/cri-fake/process/agnhost"
+	"github.com/plugsim/plugsim/cri-fake/process/awk"
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
 	"github.com/plugsim/plugsim/cri-fake/process/libbb"
 	"github.com/plugsim/plugsim/cri-fake/process/netapplets"
@@ -71,6 +72,7 @@ func Rows() []kernel.Applet {
 		{Name: "sort", Run: appletSort, Busybox: true},
 		{Name: "tr", Run: appletTr, Busybox: true},
 		{Name: "cut", Run: appletCut, Busybox: true},
+		{Name: "awk", Run: awk.Main, Busybox: true},
 		{Name: "yes", Run: appletYes, Busybox: true},
 		{Name: "chmod", Run: appletChmod, Busybox: true},
 		{Name: "readlink", Run: appletReadlink, Busybox: true},

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +64,7 @@ func (c *container) cgroupFile(name string) ([]byte, bool) {
 		for _, t := range c.ownTasks() {
 			v.Pids = append(v.Pids, t.pid)
 		}
+		slices.Sort(v.Pids) // the kernel lists a cgroup's processes in the order they joined it: by pid here
 	case "cpu.stat", "memory.current":
 		st := c.stats()
 		v.CPUNanos, v.MemoryBytes = st.CPUNanos, st.MemoryBytes

@@ -44,7 +44,7 @@ func newTestCluster(t testing.TB, nodes int) *testCluster {
 	if os.Geteuid() != 0 {
 		t.Skip("the cluster suite needs root: network namespaces, a bridge and veths, the kubelets' mounts, iptables")
 	}
-	bin := testbin.Dir(t, "harness", "etcd", "kube", "kubectl", "kubelet", "cri-fake", "csi-fake", "cni-fake", "portmap")
+	bin := testbin.Dir(t, "harness", "etcd", "kube", "kube-proxy", "kubectl", "kubelet", "cri-fake", "csi-fake", "cni-fake", "portmap")
 	// Not t.TempDir: unix socket paths must stay short, and the directory is removed only after `down`.
 	dir, err := os.MkdirTemp("", "plugsim-cluster-")
 	if err != nil {

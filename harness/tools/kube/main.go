@@ -1,7 +1,8 @@
-// Command kube is one binary holding kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy
-// and kubectl v1.37.2, as hyperkube was: it runs the component named by the name it was called by (a symlink such as
+// Command kube is one binary holding kube-apiserver, kube-controller-manager, kube-scheduler and kubectl
+// v1.37.2, as hyperkube was (kube-proxy, which runs on every node, is bin/kube-proxy: alone it holds
+// 40 MiB less): it runs the component named by the name it was called by (a symlink such as
 // bin/kubectl) or, failing that, by its first argument (`kube kube-apiserver --etcd-servers=…`). One binary
-// links once instead of five times; the packages they share compile once either way.
+// links once instead of four times; the packages they share compile once either way.
 package main
 
 import (
@@ -20,7 +21,6 @@ import (
 	kubectlutil "k8s.io/kubectl/pkg/cmd/util"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
-	proxy "k8s.io/kubernetes/cmd/kube-proxy/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	_ "k8s.io/client-go/plugin/pkg/client/auth" // kubectl's client auth plugins, as cmd/kubectl imports them
@@ -30,7 +30,6 @@ var servers = map[string]func() *cobra.Command{
 	"kube-apiserver":          apiserver.NewAPIServerCommand,
 	"kube-controller-manager": controllermanager.NewControllerManagerCommand,
 	"kube-scheduler":          func() *cobra.Command { return scheduler.NewSchedulerCommand() },
-	"kube-proxy":              proxy.NewProxyCommand,
 }
 
 func main() {
@@ -50,7 +49,7 @@ func main() {
 	}
 	newCommand, ok := servers[name]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "usage: kube {kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubectl} [flags]\n"+
+		fmt.Fprintf(os.Stderr, "usage: kube {kube-apiserver|kube-controller-manager|kube-scheduler|kubectl} [flags]\n"+
 			"(or call it through a link of one of those names)\n")
 		os.Exit(2)
 	}
