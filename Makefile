@@ -317,7 +317,7 @@ bench: build tools ## benchmarks, each compared in the same run with its referen
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 
 # The Kubernetes conformance suite as the outside yardstick (a measurement, not part of `make e2e` or
-# CI: it takes hours). e2e.test v1.37.2 and the ginkgo CLI its go.mod pins (v2.32.0, for the parallel
+# CI: the whole set takes about 45 minutes on 2 cores). e2e.test v1.37.2 and the ginkgo CLI its go.mod pins (v2.32.0, for the parallel
 # run) come from harness/tools/conformance, a module of its own with the same staging replaces as
 # ../kube: each binary is rebuilt only when that module changes.
 conformance-tools: $(BIN)/e2e.test $(BIN)/ginkgo ## build e2e.test v1.37.2 and ginkgo v2.32.0 (e2e.test: many minutes on 2 cores)
@@ -348,7 +348,7 @@ CONFORMANCE_GINKGO  ?=
 # the measurement. CONFORMANCE_TIMEOUT bounds the whole run (ginkgo --timeout: the specs left are
 # reported as not run); CONFORMANCE_GINKGO adds ginkgo flags (--randomize-all --seed N: a bounded
 # run is then a random sample), CONFORMANCE_FLAGS e2e.test's.
-conformance: deps build $(BIN)/portmap runc $(PROGRAM_DIR)/etcd $(PROGRAM_DIR)/sample-apiserver kubelet control-plane sidecars conformance-tools ## run the [Conformance] specs of e2e.test against a 3-node cluster; JUnit and summary in CONFORMANCE_OUT (root; hours)
+conformance: deps build $(BIN)/portmap runc $(PROGRAM_DIR)/etcd $(PROGRAM_DIR)/sample-apiserver kubelet control-plane sidecars conformance-tools ## run the [Conformance] specs of e2e.test against a 3-node cluster; JUnit and summary in CONFORMANCE_OUT (root; about 45 min)
 	@rm -rf $(CONFORMANCE_OUT) && mkdir -p $(CONFORMANCE_OUT)
 	@trap '$(BIN)/harness cluster down --dir $(CONFORMANCE_DIR) >$(CONFORMANCE_OUT)/cluster-down.log 2>&1' EXIT; trap 'exit 130' INT TERM; \
 	$(BIN)/harness cluster up --nodes 3 --dir $(CONFORMANCE_DIR) || exit 1; \

@@ -64,8 +64,8 @@ func BaseLayer(name string) *vfs.Layer {
 		l.AddDir("/var/tmp", 0o777|fs.ModeSticky)
 		l.AddApplet("/usr/bin/getent", "getent")
 		l.AddApplet("/bin/bash", "bash")
-		for _, a := range dnsTools {
-			l.AddApplet("/usr/bin/"+a, a)
+		for file, a := range dnsTools {
+			l.AddApplet("/usr/bin/"+file, a)
 		}
 	}
 	addEtc(l, osRelease)
@@ -90,8 +90,9 @@ func BaseLayer(name string) *vfs.Layer {
 	return l
 }
 
-// dnsTools are the DNS clients of bind-tools (Alpine) and dnsutils (Debian).
-var dnsTools = []string{"dig", "nslookup"}
+// dnsTools are the DNS clients of bind-tools (Alpine) and dnsutils (Debian), by file name in
+// /usr/bin: BIND's nslookup, ahead of busybox's /bin/nslookup in PATH.
+var dnsTools = map[string]string{"dig": "dig", "nslookup": "bind-nslookup"}
 
 // agnhostLocalhostCert and agnhostLocalhostKey are the image's /localhost.crt and /localhost.key,
 // which porter serves TLS with and netexec offers: a self-signed test certificate for 127.0.0.1,
@@ -115,13 +116,13 @@ func addAgnhost(l *vfs.Layer) {
 	l.AddDir("/uploads", 0o755)
 	l.AddApplet("/bin/bash", "bash")
 	l.AddApplet("/usr/bin/ipcmk", "ipcmk")
-	for _, a := range agnhostTools {
+	for _, a := range []string{"curl", "nc"} { // the Alpine packages' programs (besides busybox's) its specs run
 		l.AddApplet("/usr/bin/"+a, a)
 	}
+	for file, a := range dnsTools {
+		l.AddApplet("/usr/bin/"+file, a)
+	}
 }
-
-// agnhostTools are the Alpine packages' programs (besides busybox's) that agnhost's specs run.
-var agnhostTools = append([]string{"curl", "nc"}, dnsTools...)
 
 // dockerEntrypoint is the official nginx image's entrypoint, reduced to what
 // it does with no /docker-entrypoint.d scripts: exec its arguments.

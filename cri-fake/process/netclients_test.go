@@ -161,6 +161,19 @@ func TestDNSClients(t *testing.T) {
 		{"nslookup ExternalName", "agnhost", "nslookup ext.ns1.svc.cluster.local", 0,
 			"^Server:\t\t10\\.96\\.0\\.10\nAddress:\t10\\.96\\.0\\.10#53\n\next\\.ns1\\.svc\\.cluster\\.local\tcanonical name = foo\\.example\\.com\\.\nName:\tfoo\\.example\\.com\nAddress: 10\\.244\\.1\\.5\n\n$"},
 		{"nslookup NXDOMAIN", "agnhost", "nslookup nothing", 1, "^Server:\t\t10\\.96\\.0\\.10\nAddress:\t10\\.96\\.0\\.10#53\n\n\\*\\* server can't find nothing: NXDOMAIN\n\n$"},
+		// busybox 1.36's own nslookup (networking/nslookup.c): A and AAAA each over the search list for a
+		// name without a dot (every NXDOMAIN printed, and exit 1), none for a dotted one (the
+		// "kubernetes.default" NXDOMAIN of Kubernetes' DNS debugging page), an empty line per reply.
+		{"busybox nslookup short name", "busybox", "nslookup web", 1, "^Server:\t\t10\\.96\\.0\\.10\nAddress:\t10\\.96\\.0\\.10:53\n\nName:\tweb\\.ns1\\.svc\\.cluster\\.local\nAddress: 10\\.244\\.1\\.5\n\n" +
+			"\\*\\* server can't find web\\.svc\\.cluster\\.local: NXDOMAIN\n\n\\*\\* server can't find web\\.cluster\\.local: NXDOMAIN\n\n\n" +
+			"\\*\\* server can't find web\\.svc\\.cluster\\.local: NXDOMAIN\n\n\\*\\* server can't find web\\.cluster\\.local: NXDOMAIN\n\n$"},
+		{"busybox nslookup dotted name: no search", "busybox", "nslookup kubernetes.default", 1, "^Server:\t\t10\\.96\\.0\\.10\nAddress:\t10\\.96\\.0\\.10:53\n\n" +
+			"\\*\\* server can't find kubernetes\\.default: NXDOMAIN\n\n\\*\\* server can't find kubernetes\\.default: NXDOMAIN\n\n$"},
+		{"busybox nslookup FQDN", "busybox", "nslookup kubernetes.default.svc.cluster.local", 0, "^Server:\t\t10\\.96\\.0\\.10\nAddress:\t10\\.96\\.0\\.10:53\n\nName:\tkubernetes\\.default\\.svc\\.cluster\\.local\nAddress: 10\\.96\\.0\\.1\n\n\n$"},
+		{"busybox nslookup address", "busybox", "nslookup 10.96.0.1", 0, "^Server:\t\t10\\.96\\.0\\.10\nAddress:\t10\\.96\\.0\\.10:53\n\n1\\.0\\.96\\.10\\.in-addr\\.arpa\tname = kubernetes\\.default\\.svc\\.cluster\\.local\n\n$"},
+		{"busybox nslookup -type=srv", "busybox", "nslookup -type=srv _http._tcp.web.ns1.svc.cluster.local", 0, "^Server:\t\t10\\.96\\.0\\.10\nAddress:\t10\\.96\\.0\\.10:53\n\n_http\\._tcp\\.web\\.ns1\\.svc\\.cluster\\.local\tservice = 0 100 8080 web\\.ns1\\.svc\\.cluster\\.local\n\n$"},
+		{"busybox nslookup to nothing", "busybox", "nslookup -timeout=1 -retry=1 web 127.0.0.1", 1, "^;; connection timed out; no servers could be reached\n\n$"},
+		{"busybox nslookup bad type", "busybox", "nslookup -type=bogus web", 1, "^$"},
 		{"getent hosts from /etc/hosts", "agnhost", "getent hosts client", 0, `^10\.244\.1\.5\s+client\n$`},
 		{"getent hosts through DNS", "glibc-dns", "getent hosts web", 0, `^10\.244\.1\.5\s+web\.ns1\.svc\.cluster\.local web\n$`},
 		{"getent hosts localhost prefers IPv6", "agnhost", "getent hosts localhost", 0, `^::1\s+localhost ip6-localhost ip6-loopback\n$`},

@@ -82,6 +82,7 @@ func Rows() []kernel.Applet {
 		{Name: "mount", Run: appletMount, Busybox: true},
 		{Name: "umount", Run: appletUmount, Busybox: true},
 		{Name: "wget", Run: netapplets.Wget, Busybox: true},
+		{Name: "nslookup", Run: netapplets.BusyboxNslookup, Busybox: true},
 		{Name: "chown", Run: appletChown, Busybox: true},
 		{Name: "chgrp", Run: appletChown, Busybox: true},
 		{Name: "mknod", Run: appletMknod, Busybox: true},
@@ -99,7 +100,7 @@ func Rows() []kernel.Applet {
 		{Name: "curl", Run: netapplets.Curl},
 		{Name: "nc", Run: netapplets.Nc},
 		{Name: "dig", Run: netapplets.Dig},
-		{Name: "nslookup", Run: netapplets.Nslookup},
+		{Name: "bind-nslookup", Run: netapplets.Nslookup}, // linked as /usr/bin/nslookup (images.go)
 		{Name: "getent", Run: netapplets.Getent},
 		{Name: "bash", Run: shell.Sh},
 		{Name: "busybox", Run: appletBusybox},

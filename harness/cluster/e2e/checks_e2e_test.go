@@ -102,6 +102,8 @@ handler: plugsim-gvisor
 
 	// Issue 26: program images run under the real runc (programs_e2e_test.go; uses RuntimeClass gvisor).
 	t.Run("program-containers", c.programContainers)
+	// ... and the aggregated-API conformance spec's sample-apiserver and etcd, in one pod.
+	t.Run("aggregated-api", c.aggregatedAPI)
 
 	// Issue 28: the CSI drivers deployed as pods, as the note's `kubectl -n calico-system get ds` shows a
 	// CSI node plugin (DESIRED = CURRENT = READY = the node count), the controller plugin a Deployment

@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -190,4 +191,131 @@ func cgroupMemoryUsage(t *testing.T, ociState, id string) uint64 {
 	}
 	t.Fatalf("no memory cgroup for container %s under %v", id, dirs)
 	return 0
+}
+
+// aggregatedAPI is the aggregated-API conformance spec's set-up (test/e2e/apimachinery/aggregator.go of
+// e2e.test v1.37.2, "should be able to support the 1.17 Sample API Server using the current Aggregator")
+// done with kubectl alone: sample-apiserver and etcd, both program images under runc, in one pod of a
+// Deployment with the spec's arguments, its serving certificate in a Secret, the RBAC the spec grants
+// (auth-delegator, the authentication reader), a Service on 7443, and the APIService
+// v1alpha1.wardle.example.com with its CA. The API server then reaches the pod (aggregator routing)
+// and serves flunders through it: created, listed and deleted with kubectl, stored in the pod's etcd.
+func (c *testCluster) aggregatedAPI(t *testing.T) {
+	c.t = t
+	testbin.Path(t, "runc")
+	testbin.Path(t, filepath.Join("programs", "sample-apiserver"))
+	const ns = "wardle-check"
+	c.mustKubectl("create", "namespace", ns)
+	defer c.kubectl("delete", "namespace", ns, "--wait=false")
+	caPEM, certPEM, keyPEM := serviceCert(t, "sample-api."+ns+".svc")
+	c.apply(fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata: {name: sample-apiserver-secret, namespace: %[1]s}
+type: Opaque
+data: {tls.crt: %[2]s, tls.key: %[3]s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: wardle-check-sample-apiserver}
+rules:
+- {apiGroups: [""], resources: [namespaces], verbs: [get, list, watch]}
+- {apiGroups: [admissionregistration.k8s.io], resources: ["*"], verbs: [get, list, watch]}
+- {apiGroups: [flowcontrol.apiserver.k8s.io], resources: [prioritylevelconfigurations, flowschemas], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: wardle-check-sample-apiserver}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: wardle-check-sample-apiserver}
+subjects: [{kind: ServiceAccount, name: default, namespace: %[1]s}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "wardler:%[1]s:auth-delegator"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:auth-delegator"}
+subjects: [{kind: ServiceAccount, name: default, namespace: %[1]s}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: wardle-check-auth-reader, namespace: kube-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}
+subjects: [{kind: ServiceAccount, name: default, namespace: %[1]s}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: sample-apiserver-deployment, namespace: %[1]s}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: sample-apiserver, apiserver: "true"}}
+  template:
+    metadata: {labels: {app: sample-apiserver, apiserver: "true"}}
+    spec:
+      containers:
+      - name: sample-apiserver
+        image: registry.k8s.io/e2e-test-images/sample-apiserver:1.29.2
+        args: [--etcd-servers=http://127.0.0.1:2379, --tls-cert-file=/apiserver.local.config/certificates/tls.crt,
+          --tls-private-key-file=/apiserver.local.config/certificates/tls.key, --audit-log-path=-, --audit-log-maxage=0, --audit-log-maxbackup=0]
+        readinessProbe: {httpGet: {scheme: HTTPS, port: 443, path: /readyz}, initialDelaySeconds: 20, periodSeconds: 1}
+        volumeMounts: [{name: apiserver-certs, readOnly: true, mountPath: /apiserver.local.config/certificates}]
+      - name: etcd
+        image: registry.k8s.io/etcd:3.7.0-0
+        command: [/usr/local/bin/etcd, --listen-client-urls, http://127.0.0.1:2379, --advertise-client-urls, http://127.0.0.1:2379]
+      volumes: [{name: apiserver-certs, secret: {secretName: sample-apiserver-secret}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: sample-api, namespace: %[1]s}
+spec:
+  selector: {apiserver: "true"}
+  ports: [{protocol: TCP, port: 7443, targetPort: 443}]
+`, ns, b64(certPEM), b64(keyPEM)))
+	defer c.kubectl("delete", "clusterrole,clusterrolebinding", "wardle-check-sample-apiserver", "--wait=false")
+	defer c.kubectl("delete", "clusterrolebinding", "wardler:"+ns+":auth-delegator", "--wait=false")
+	defer c.kubectl("delete", "rolebinding", "-n", "kube-system", "wardle-check-auth-reader", "--wait=false")
+	if out, err := c.kubectl("rollout", "status", "-n", ns, "deployment/sample-apiserver-deployment", "--timeout=240s"); err != nil {
+		t.Fatalf("the sample-apiserver Deployment: %v: %s\n%s", err, out, c.mustKubectl("get", "pods", "-n", ns, "-o", "wide"))
+	}
+	c.apply(fmt.Sprintf(`apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1alpha1.wardle.example.com}
+spec:
+  service: {namespace: %s, name: sample-api, port: 7443}
+  group: wardle.example.com
+  version: v1alpha1
+  caBundle: %s
+  groupPriorityMinimum: 2000
+  versionPriority: 200
+`, ns, b64(caPEM)))
+	defer c.kubectl("delete", "apiservice", "v1alpha1.wardle.example.com", "--wait=false")
+	c.waitFor("the APIService v1alpha1.wardle.example.com Available", 120*time.Second, func() (bool, string) {
+		out, err := c.kubectl("get", "apiservice", "v1alpha1.wardle.example.com", "-o", "jsonpath={.status.conditions[?(@.type==\"Available\")].status} {.status.conditions[?(@.type==\"Available\")].message}")
+		return err == nil && strings.HasPrefix(out, "True"), out
+	})
+	flunder := `apiVersion: wardle.example.com/v1alpha1
+kind: Flunder
+metadata: {name: rest-flunder, namespace: default, labels: {sample-label: "true"}}
+`
+	c.waitFor("a flunder created through the aggregated API", 60*time.Second, func() (bool, string) {
+		out, err := c.kubectlIn(flunder, "create", "-f", "-")
+		return err == nil || strings.Contains(out, "AlreadyExists"), out
+	})
+	// sample-apiserver marks v1alpha1 deprecated: kubectl prints its warning on stderr, left out here.
+	if out := withoutWarnings(c.mustKubectl("get", "flunders", "-n", "default", "-o", "name")); out != "flunder.wardle.example.com/rest-flunder" {
+		t.Errorf("kubectl get flunders: %q, want the one created", out)
+	}
+	c.mustKubectl("delete", "flunder", "-n", "default", "rest-flunder")
+	if out := withoutWarnings(c.mustKubectl("get", "flunders", "-n", "default", "-o", "name")); out != "" {
+		t.Errorf("kubectl get flunders after the delete: %q, want none", out)
+	}
+	t.Logf("kubectl get apiservice v1alpha1.wardle.example.com:\n%s", c.mustKubectl("get", "apiservice", "v1alpha1.wardle.example.com"))
+}
+
+// withoutWarnings drops the API server's warnings kubectl prints ("Warning: ..." lines) from out.
+func withoutWarnings(out string) string {
+	var keep []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasPrefix(l, "Warning: ") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
