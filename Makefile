@@ -9,6 +9,8 @@ SIDECARS := harness/tools/sidecars
 KUBE    := harness/tools/kube
 ETCD    := harness/tools/etcd
 CONFORMANCE := harness/tools/conformance
+HELM    := harness/tools/helm
+GATEWAY_API := harness/tools/gateway-api
 RUNC    := harness/tools/runc
 PROGRAMS := harness/tools/programs
 KUBE_VERSION := v1.37.2
@@ -21,7 +23,7 @@ TOOL_BINS  := crictl critest csi-sanity cnitool portmap host-local bridge noop
 # The real CSI sidecars a cluster runs against csi-fake, pinned in harness/tools/sidecars/go.mod.
 SIDECAR_BINS := csi-provisioner csi-attacher csi-resizer csi-snapshotter snapshot-controller
 
-.PHONY: help build tools runc programs kubelet sidecars control-plane kubemark kwok cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet e2e-ui ui-screenshots bench demo clean fuzz fuzz-smoke soak conformance-tools conformance
+.PHONY: help build tools helm gateway-api-crds addons runc programs kubelet sidecars control-plane kubemark kwok cluster cluster-down e2e-cluster bench-cluster cluster-scale deps test fmt-check vet e2e e2e-cri e2e-cni e2e-csi e2e-harness e2e-kubelet e2e-ui ui-screenshots bench demo clean fuzz fuzz-smoke soak conformance-tools conformance
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z0-9-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -65,11 +67,10 @@ $(BIN)/runc: $(RUNC)/go.mod $(RUNC)/go.sum
 # The programs of cri-fake's program images (images.Program), in bin/programs (cri-fake's default
 # --program-dir: beside its runc), each static (CGO_ENABLED=0: their roots hold no libc) with the version
 # where the upstream build puts it: CoreDNS, metrics-server and sample-apiserver from their pinned modules in
-# harness/tools/programs, the CSI sidecars again from harness/tools/sidecars (bin/'s own are built with cgo,
-# which shares the compiled Kubernetes packages with the kubelet and the control plane; a static build
-# cannot), and links to bin/etcd and bin/csi-fake, which are static already. Only the suites that run a
-# program depend on it: e2e-cluster on etcd, CoreDNS and sample-apiserver (its aggregated-API check),
-# conformance on sample-apiserver and etcd.
+# harness/tools/programs, the CSI sidecars from harness/tools/sidecars (`make sidecars`: bin/'s are links to
+# these), and links to bin/etcd and bin/csi-fake, which are static already. Only the suites that run a
+# program depend on it: e2e-cluster on etcd, CoreDNS, sample-apiserver (its aggregated-API check), csi-fake,
+# the sidecars and metrics-server, conformance on sample-apiserver, etcd, csi-fake and the sidecars.
 PROGRAM_DIR  := $(BIN)/programs
 PROGRAM_BINS := coredns metrics-server sample-apiserver etcd csi-fake $(SIDECAR_BINS)
 programs: $(addprefix $(PROGRAM_DIR)/,$(PROGRAM_BINS)) ## build the programs of the program images into bin/programs (static): CoreDNS v1.15.0, metrics-server v0.8.0, sample-apiserver v0.37.2, the CSI sidecars, etcd, csi-fake
@@ -113,15 +114,14 @@ $(BIN)/kubelet: $(KUBELET)/go.mod $(KUBELET)/go.sum
 		-X k8s.io/component-base/version.gitMinor=37 \
 		-X k8s.io/component-base/version.gitTreeState=clean" k8s.io/kubernetes/cmd/kubelet
 
-sidecars: $(addprefix $(BIN)/,$(SIDECAR_BINS)) $(BIN)/snapshot-crds/.stamp ## build the real CSI sidecars (external-provisioner, -attacher, -resizer, -snapshotter, snapshot-controller) and copy the (group) snapshot CRDs
+sidecars: $(addprefix $(BIN)/,$(SIDECAR_BINS)) $(addprefix $(PROGRAM_DIR)/,$(SIDECAR_BINS) csi-fake) $(BIN)/snapshot-crds/.stamp ## build the real CSI sidecars (external-provisioner, -attacher, -resizer, -snapshotter, snapshot-controller) into bin/programs, with csi-fake, and copy the (group) snapshot CRDs
 
-# Each is rebuilt only when the sidecars' module changes. The version goes where their own release
-# builds put it (-X main.version), so --version and the startup log name it.
-$(addprefix $(BIN)/,$(SIDECAR_BINS)): $(SIDECARS)/go.mod $(SIDECARS)/go.sum
-	@mkdir -p $(BIN)
-	cd $(SIDECARS) && pkg=$$($(GO) list -f '{{.ImportPath}}' tool | grep -E '/cmd/$(notdir $@)$$') && \
-		ver=$$($(GO) list -f '{{.Module.Version}}' $$pkg) && \
-		$(GO) build -o $@ -ldflags "-X main.version=$$ver" $$pkg
+# One build of each sidecar, static, in bin/programs: the cluster runs them as program images in the CSI
+# driver's pods (examples/csi/controller.yaml), and the CSI suite as processes (bin/ holds links). Each is
+# rebuilt only when the sidecars' module changes; the version goes where their own release builds put it
+# (-X main.version, above), so --version and the startup log name it.
+$(addprefix $(BIN)/,$(SIDECAR_BINS)): $(BIN)/%: $(PROGRAM_DIR)/%
+	ln -f $< $@
 
 # The v1 CRDs of external-snapshotter v8: VolumeSnapshot{,Class,Content}, which csi-snapshotter and
 # snapshot-controller need, and VolumeGroupSnapshot{,Class,Content}, which both wait for at start
@@ -135,6 +135,42 @@ $(BIN)/snapshot-crds/.stamp: $(SIDECARS)/go.mod $(SIDECARS)/go.sum
 		test -n "$$dir" && for g in snapshot groupsnapshot; do for k in $${g}classes $${g}contents $${g}s; do \
 			install -m 0644 "$$dir/config/crd/$$g.storage.k8s.io_volume$$k.yaml" $(BIN)/snapshot-crds/ || exit 1; \
 		done; done
+	@touch $@
+
+# Helm v4.3.2 (harness/tools/helm), built as Helm's own Makefile builds it: static, -trimpath, the
+# version where its release puts it (helm version prints it).
+helm: $(BIN)/helm $(BIN)/charts/metrics-server.tgz ## build Helm v4.3.2 into bin/helm and package the metrics-server chart of metrics-server v0.8.0 into bin/charts
+
+# The metrics-server chart the pinned sigs.k8s.io/metrics-server module carries (charts/metrics-server,
+# chart 3.12.2), packaged as it is but for its appVersion: the module's Chart.yaml still says 0.7.2, and
+# the chart's image tag defaults to v<appVersion>, so helm package --app-version gives it the v0.8.0 this
+# module is (the program image registry.k8s.io/metrics-server/metrics-server:v0.8.0). Offline, no chart
+# repository is reachable: `helm install metrics-server bin/charts/metrics-server.tgz ...`.
+$(BIN)/charts/metrics-server.tgz: $(BIN)/helm $(PROGRAMS)/metrics-server/go.mod $(PROGRAMS)/metrics-server/go.sum
+	@mkdir -p $(BIN)/charts
+	cd $(PROGRAMS)/metrics-server && dir=$$($(GO) mod download -json sigs.k8s.io/metrics-server | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p') && \
+		ver=$$($(GO) list -m -f '{{.Version}}' sigs.k8s.io/metrics-server) && test -n "$$dir" && tmp=$$(mktemp -d) && \
+		HELM_CONFIG_HOME=$$tmp HELM_CACHE_HOME=$$tmp HELM_DATA_HOME=$$tmp $(BIN)/helm package --app-version $${ver#v} -d $$tmp "$$dir/charts/metrics-server" >/dev/null && \
+		mv $$tmp/metrics-server-*.tgz $@ && rm -rf $$tmp
+
+# What the add-on pages of examples/addons need beside a cluster: Helm and the chart, metrics-server's
+# program, the Gateway API CRDs.
+addons: helm gateway-api-crds $(PROGRAM_DIR)/metrics-server ## build what examples/addons uses: Helm and the metrics-server chart, metrics-server v0.8.0, the Gateway API CRDs
+
+$(BIN)/helm: $(HELM)/go.mod $(HELM)/go.sum
+	@mkdir -p $(BIN)
+	cd $(HELM) && ver=$$($(GO) list -m -f '{{.Version}}' helm.sh/helm/v4) && \
+		CGO_ENABLED=0 $(GO) build -trimpath -o $@ -ldflags "-w -s -X helm.sh/helm/v4/internal/version.version=$$ver" helm.sh/helm/v4/cmd/helm
+
+# The Gateway API CRDs of the pinned sigs.k8s.io/gateway-api (harness/tools/gateway-api): the module's
+# config/crd, copied from the module cache (the repository carries no copy), for `kubectl kustomize
+# bin/gateway-api/crd` and `kubectl apply -k bin/gateway-api/crd` (examples/addons/kustomize-gateway-api.md).
+gateway-api-crds: $(BIN)/gateway-api/crd/.stamp ## copy the Gateway API v1.6.3 CRDs' kustomization (config/crd) into bin/gateway-api/crd
+
+$(BIN)/gateway-api/crd/.stamp: $(GATEWAY_API)/go.mod $(GATEWAY_API)/go.sum
+	dir=$$(cd $(GATEWAY_API) && $(GO) mod download -json sigs.k8s.io/gateway-api | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p') && \
+		test -n "$$dir" && rm -rf $(BIN)/gateway-api/crd && mkdir -p $(BIN)/gateway-api && \
+		cp -R "$$dir/config/crd" $(BIN)/gateway-api/crd && chmod -R u+w,go-w $(BIN)/gateway-api/crd
 	@touch $@
 
 # Without these the components report v0.0.0-master, and a kubelet newer than its API server by that is refused.
@@ -255,14 +291,14 @@ e2e-ui: deps build ## the live boundary view in headless Chromium: a scenario wa
 # The screenshots harness/README.md shows, written into harness/docs/ by the browser tests: the pod
 # lifecycle (with its CNI chain, a call's detail, a fault added from the page) on a node, and a PVC
 # pod on a 1-node cluster (root; needs what make cluster needs).
-ui-screenshots: deps build $(BIN)/portmap $(BIN)/crictl kubelet control-plane sidecars ## regenerate harness/docs/ui-*.png from the browser tests (node and cluster; root)
+ui-screenshots: deps build $(BIN)/portmap $(BIN)/crictl runc kubelet control-plane sidecars ## regenerate harness/docs/ui-*.png from the browser tests (node and cluster; root)
 	PLUGSIM_UI_SCREENSHOTS=$(CURDIR)/harness/docs $(GO) test -tags e2e $(E2E_FLAGS) -run 'TestPodLifecycleInTheBrowser' ./harness/ui/e2e/
 	PLUGSIM_UI_SCREENSHOTS=$(CURDIR)/harness/docs $(GO) test -tags e2e $(E2E_FLAGS) -run 'TestClusterView' ./harness/cluster/e2e/
 
 e2e-kubelet: deps build tools kubelet ## a real kubelet v1.37.2 runs static pods on the fakes, in a throw-away netns (root)
 	$(GO) test -tags e2e $(E2E_FLAGS) ./examples/kubelet/
 
-e2e-cluster: deps build $(BIN)/portmap $(BIN)/crictl runc $(PROGRAM_DIR)/etcd $(PROGRAM_DIR)/coredns $(PROGRAM_DIR)/sample-apiserver kubelet control-plane sidecars ## a whole cluster on the fakes: harness cluster up, kubectl checks, down leaves nothing (root)
+e2e-cluster: deps build $(BIN)/portmap $(BIN)/crictl runc $(PROGRAM_DIR)/etcd $(PROGRAM_DIR)/coredns $(PROGRAM_DIR)/sample-apiserver kubelet control-plane sidecars addons ## a whole cluster on the fakes: harness cluster up, kubectl checks, down leaves nothing (root)
 	$(GO) test -tags e2e $(E2E_FLAGS) ./harness/cluster/e2e/
 
 # The figures of harness/README.md's cluster section: up to Ready (1 and 3 nodes), memory per node, a

@@ -20,7 +20,7 @@ import (
 
 func cmdCluster(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: harness cluster up|join|down [flags] (harness cluster up --help)")
+		return errors.New("usage: harness cluster up|join|down|restart-kubelet [flags] (harness cluster up --help)")
 	}
 	switch args[0] {
 	case "up":
@@ -29,23 +29,26 @@ func cmdCluster(args []string) error {
 		return cmdClusterJoin(args[1:])
 	case "down":
 		return cmdClusterDown(args[1:])
+	case "restart-kubelet":
+		return cmdClusterRestartKubelet(args[1:])
 	case "relay":
 		return cmdClusterRelay(args[1:])
 	}
-	return fmt.Errorf("unknown cluster command %q: up, join or down", args[0])
+	return fmt.Errorf("unknown cluster command %q: up, join, down or restart-kubelet", args[0])
 }
 
 func cmdClusterUp(args []string) error {
 	fs := newFlags("cluster up", "[--nodes N] [--dir DIR] [flags]", `Starts a Kubernetes cluster on plugsim's fakes, as root, with no container runtime: etcd v3.6.16 and
 kube-apiserver, kube-controller-manager, kube-scheduler v1.37.2 in a control-plane network namespace,
 and N nodes, each a network namespace of its own holding a real kubelet v1.37.2, kube-proxy v1.37.2
-(iptables mode: Services), cri-fake (real pod network namespaces, the cni-fake → portmap chain with the
-node's podCIDR) and csi-fake's node plugin.
-The CSI controller (csi-fake) runs with the real sidecars found in the bin dir (and, with the CRDs in
-bin/snapshot-crds, snapshot-controller); its storage is network-attached, so a PVC's volume follows
-its pod to any node. Every address is in
+(iptables mode: Services) and cri-fake (real pod network namespaces, the cni-fake → portmap chain with
+the node's podCIDR; program images under the real runc).
+The CSI driver is deployed as pods in namespace plugsim-csi (examples/csi/controller.yaml, node.yaml):
+csi-fake's controller plugin with the real sidecars in one Deployment, snapshot-controller, and the node
+plugins of csi.plugsim.dev and the ephemeral-only csi.ephemeral.plugsim.dev as DaemonSets; its storage is
+network-attached, so a PVC's volume follows its pod to any node. Every address is in
 198.18.0.0/15 and no namespace is linked to the host's; kubectl reaches the API server through a relay
-on the host's 127.0.0.1. It returns once every node is Ready, leaving the cluster running; DIR keeps
+on the host's 127.0.0.1. It returns once every node is Ready and the CSI pods run, leaving the cluster running; DIR keeps
 the kubeconfig, certificates, logs and each node's files. Stop it with 'harness cluster down --dir DIR'.
 With --ui 127.0.0.1:PORT it then stays in the foreground serving the live boundary view of every
 node's fakes (see 'harness ui --help') until interrupted; the cluster stays up.
@@ -57,6 +60,12 @@ node's fakes (see 'harness ui --help') until interrupted; the cluster stays up.
 	emptyCNI := fs.Bool("empty-cni", false, "start the nodes with an empty CNI conf dir: NotReady (cni plugin not initialized) until DIR/nodes/NODE/cni/plugsim.conflist is copied into DIR/nodes/NODE/cni/net.d")
 	catalog := fs.String("image-catalog", "", "a cri-fake image catalog (YAML, see cri-fake/README.md) copied to DIR/image-catalog.yaml, which every node's cri-fake reads at start (--image-catalog) over its built-in images")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up (and stop everything) when the cluster is not up within this")
+	serving := fs.String("kubelet-serving-certs", cluster.ServingSelfSigned, fmt.Sprintf(`where each kubelet's serving certificate (port 10250) comes from:
+%s: each kubelet makes its own for its host name, no IP SAN (kubeadm's default; a client checking it by
+  the node's address fails with "x509: ... doesn't contain any IP SANs"; the API server does not check it);
+%s: serverTLSBootstrap: true, a CSR per kubelet, Pending until 'kubectl certificate approve', then
+  signed by the cluster's CA (no certificate served until then);
+%s: up writes each kubelet one signed by the cluster's CA, with the node's address`, cluster.ServingSelfSigned, cluster.ServingBootstrap, cluster.ServingClusterCA))
 	kubemark := fs.Int("kubemark-nodes", 0, "also start this many kubemark hollow nodes (hollow-node1…, label plugsim.dev/node-kind=kubemark) on the same control plane, to compare (needs bin/kubemark: make kubemark)")
 	kwok := fs.Int("kwok-nodes", 0, "also start KWOK's controller and this many KWOK nodes (kwok-node1…, label plugsim.dev/node-kind=kwok), to compare (needs bin/kwok: make kwok)")
 	extra := extraArgs{}
@@ -93,7 +102,7 @@ node's fakes (see 'harness ui --help') until interrupted; the cluster stays up.
 	defer stop()
 	start := time.Now()
 	if err := cluster.Up(cluster.Options{Context: ctx, Dir: abs, Nodes: *nodes, BinDir: bin, Port: *port, EmptyCNI: *emptyCNI, ExtraArgs: extra, ImageCatalog: *catalog,
-		KubemarkNodes: *kubemark, KWOKNodes: *kwok,
+		KubemarkNodes: *kubemark, KWOKNodes: *kwok, KubeletServingCerts: *serving,
 		Relay: []string{exe, "cluster", "relay"}, Out: os.Stdout, Timeout: *timeout}); err != nil {
 		return err
 	}
@@ -110,16 +119,19 @@ node's fakes (see 'harness ui --help') until interrupted; the cluster stays up.
   export KUBECONFIG=DIR/kubeconfig
   KUBECTL get nodes -o wide;  KUBECTL describe node node1 | grep -A8 Conditions
   KUBECTL get csidriver;  KUBECTL get csinodes;  KUBECTL get storageclass;  KUBECTL get runtimeclass
+  KUBECTL -n plugsim-csi get ds,deploy,pods -o wide    (the CSI driver's controller and node plugins)
   KUBECTL run web --image=nginx:1.27 --port 80 && KUBECTL get pods -o wide -w
   KUBECTL logs web;  KUBECTL exec web -- ls /;  KUBECTL port-forward pod/web 8080:80
   KUBECTL apply -f examples/csi/pvc-pod.yaml && KUBECTL get pvc,pv,volumeattachments
   CRICTL --runtime-endpoint unix://DIR/nodes/node1/cri.sock version    (and: info, pods, ps)
+SERVING
 Each node's files (kubelet config and logs, cri-fake and csi-fake traces) are in DIR/nodes/NODE, the
 components' logs in DIR/logs; harness trace --cluster DIR --drop-polls --since 5m draws what crossed each boundary.
 Stop it with: harness cluster down --dir DIR
 Nodes from another machine (or another directory here) join it with (see harness cluster join --help):
   harness cluster join --kubeconfig DIR/kubeconfig --name m2 --subnet 2 --nodes 2 --dir /var/lib/plugsim/m2
 `)
+	try = strings.Replace(try, "SERVING\n", servingHint(*serving, kubectl), 1)
 	fmt.Printf("\ncluster up in %s: %d node(s) %s after %.1fs; API server on https://127.0.0.1:%d (relay)\n%s",
 		abs, *nodes, ready, time.Since(start).Seconds(), st.Port, try)
 	if uiListener == nil {
@@ -225,6 +237,41 @@ DIR, whatever DIR/cluster.json says.
 		return err
 	}
 	return cluster.Down(abs, os.Stdout)
+}
+
+// servingHint is what `up` tells about the kubelets' serving certificates when they need a step.
+func servingHint(mode, kubectl string) string {
+	if mode != cluster.ServingBootstrap {
+		return ""
+	}
+	return "  " + kubectl + " get csr    (each kubelet's serving certificate waits for: " + kubectl + " certificate approve NAME)\n"
+}
+
+func cmdClusterRestartKubelet(args []string) error {
+	fs := newFlags("cluster restart-kubelet", "[--dir DIR] NODE...", `Stops the kubelet of each named node and starts it again with DIR/nodes/NODE/kubelet.yaml, as
+'systemctl restart kubelet' does on a kubeadm node after /var/lib/kubelet/config.yaml was edited. The
+pods keep running; the new kubelet finds them again. For example, to move node1 to a serving certificate
+the cluster's CA signs (the source note's cure for metrics-server's "doesn't contain any IP SANs"):
+  echo 'serverTLSBootstrap: true' >> DIR/nodes/node1/kubelet.yaml
+  harness cluster restart-kubelet --dir DIR node1
+  kubectl get csr;  kubectl certificate approve CSR-NAME
+It returns once each new kubelet answers its /healthz.
+`)
+	dir := fs.String("dir", defaultDir("cluster"), "the directory given to 'harness cluster up'")
+	binDir := fs.String("bin-dir", "", "directory holding kubelet (default $PLUGSIM_BIN, or beside the harness binary)")
+	timeout := fs.Duration("timeout", 2*time.Minute, "give up when a kubelet does not answer /healthz within this")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	bin, err := toolDir(*binDir)
+	if err != nil {
+		return err
+	}
+	return cluster.RestartKubelet(abs, bin, fs.Args(), os.Stdout, *timeout)
 }
 
 // cmdClusterRelay is the relay process `up` starts (not for users): it serves the listening socket it

@@ -37,6 +37,7 @@ Commands:
   down               stop what 'harness up' started (--dir DIR)
   ui                 the live boundary view in a browser: --addr 127.0.0.1:PORT --dir DIR | --cluster DIR
   cluster up|down    a whole cluster on the fakes: control plane, N nodes with real kubelets (root)
+  cluster restart-kubelet NODE...   restart node kubelets with their edited kubelet.yaml (root)
   methods cri|csi    list the CRI or CSI methods a scenario step can call
   conformance summary JUNIT.xml   sum up a Kubernetes e2e (conformance) run's JUnit report
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plugsim/plugsim/cri-fake/images"
 	"github.com/plugsim/plugsim/cri-fake/process"
+	"github.com/plugsim/plugsim/internal/mountinfo"
 )
 
 // SpecOpt changes an OCI spec, one CRI concern each, in the shape of containerd's
@@ -313,9 +314,23 @@ func withMounts(mounts []*runtimeapi.Mount, privileged bool) SpecOpt {
 			opts := []string{"rbind"}
 			switch m.GetPropagation() {
 			case runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER:
+				if err := mountPropagates(resolved, false); err != nil {
+					return refuse(err.Error())
+				}
 				opts = append(opts, "rslave")
+				if s.Linux.RootfsPropagation != "rshared" {
+					s.Linux.RootfsPropagation = "rslave"
+				}
 			case runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL:
+				// A mount the container makes under it reaches the host (the kubelet's pods directory,
+				// where a CSI node plugin publishes volumes) only when the host's mount is shared and
+				// the container's root is rshared too: runc makes the root rslave otherwise, and a
+				// bind mount of a slave is no peer of the host's (containerd's WithMounts).
+				if err := mountPropagates(resolved, true); err != nil {
+					return refuse(err.Error())
+				}
 				opts = append(opts, "rshared")
+				s.Linux.RootfsPropagation = "rshared"
 			default:
 				opts = append(opts, "rprivate")
 			}
@@ -333,6 +348,35 @@ func withMounts(mounts []*runtimeapi.Mount, privileged bool) SpecOpt {
 		}
 		return nil
 	}
+}
+
+// mountPropagates checks, as containerd's ensureShared and ensureSharedOrSlave do, that the mount
+// holding p (in cri-fake's mount namespace, which runc's is made from) is shared, or for
+// HostToContainer shared or a slave: otherwise nothing would propagate, and the kubelet would wait
+// for a mount that never shows.
+func mountPropagates(p string, bidirectional bool) error {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	var holder *mountinfo.Mount
+	for _, m := range mountinfo.Parse(b) {
+		if p == m.MountPoint || m.MountPoint == "/" || strings.HasPrefix(p, m.MountPoint+"/") {
+			if holder == nil || len(m.MountPoint) >= len(holder.MountPoint) {
+				holder = &m
+			}
+		}
+	}
+	if holder == nil {
+		return fmt.Errorf("no mount holds %s", p)
+	}
+	if holder.Tag("shared") != 0 || (!bidirectional && holder.Tag("master") != 0) {
+		return nil
+	}
+	if bidirectional {
+		return fmt.Errorf("path %q is mounted on %q but it is not a shared mount", p, holder.MountPoint)
+	}
+	return fmt.Errorf("path %q is mounted on %q but it is not a shared or slave mount", p, holder.MountPoint)
 }
 
 // withCapabilities is the CRI's capability set, by the rule the simulation uses too

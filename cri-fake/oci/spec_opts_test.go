@@ -1,11 +1,13 @@
 package oci
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/plugsim/plugsim/cri-fake/images"
@@ -170,9 +172,9 @@ func TestGenerateSpec(t *testing.T) {
 }
 
 // TestGenerateSpecMounts: each CRI mount is a bind mount with its propagation and mode, and
-// replaces a default at its destination.
+// replaces a default at its destination; a propagating mount makes the root propagate too.
 func TestGenerateSpecMounts(t *testing.T) {
-	dir := t.TempDir()
+	dir := sharedDir(t)
 	s, err := GenerateSpec(testInput(func(in *SpecInput) {
 		in.Config.Mounts = []*runtimeapi.Mount{
 			{ContainerPath: "/etc/coredns", HostPath: dir, Readonly: true},
@@ -202,6 +204,61 @@ func TestGenerateSpecMounts(t *testing.T) {
 	if n != 1 {
 		t.Errorf("/dev/shm mounted %d times", n)
 	}
+	if s.Linux.RootfsPropagation != "rshared" {
+		t.Errorf("rootfsPropagation %q with a Bidirectional mount, want rshared", s.Linux.RootfsPropagation)
+	}
+}
+
+// TestGenerateSpecPropagation: a Bidirectional mount needs a shared host mount and a HostToContainer
+// one a shared or slave one, with containerd's words otherwise; the root propagates as the most
+// propagating mount asks (rshared, else rslave), and a pod without either keeps runc's default.
+func TestGenerateSpecPropagation(t *testing.T) {
+	shared, private := sharedDir(t), t.TempDir()
+	gen := func(mounts ...*runtimeapi.Mount) (*specs.Spec, error) {
+		return GenerateSpec(testInput(func(in *SpecInput) { in.Config.Mounts = mounts }))
+	}
+	bidi, h2c := runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL, runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
+	if _, err := gen(&runtimeapi.Mount{ContainerPath: "/pods", HostPath: private, Propagation: bidi}); err == nil || !strings.Contains(err.Error(), "but it is not a shared mount") {
+		t.Errorf("Bidirectional from a private mount: %v, want containerd's \"is not a shared mount\"", err)
+	}
+	if _, err := gen(&runtimeapi.Mount{ContainerPath: "/pods", HostPath: private, Propagation: h2c}); err == nil || !strings.Contains(err.Error(), "but it is not a shared or slave mount") {
+		t.Errorf("HostToContainer from a private mount: %v, want containerd's \"is not a shared or slave mount\"", err)
+	}
+	for _, tc := range []struct {
+		mounts []*runtimeapi.Mount
+		want   string
+	}{
+		{[]*runtimeapi.Mount{{ContainerPath: "/data", HostPath: private}}, ""},
+		{[]*runtimeapi.Mount{{ContainerPath: "/pods", HostPath: shared, Propagation: h2c}}, "rslave"},
+		{[]*runtimeapi.Mount{{ContainerPath: "/pods", HostPath: shared, Propagation: bidi}, {ContainerPath: "/p", HostPath: shared, Propagation: h2c}}, "rshared"},
+		{[]*runtimeapi.Mount{{ContainerPath: "/p", HostPath: shared, Propagation: h2c}, {ContainerPath: "/pods", HostPath: shared, Propagation: bidi}}, "rshared"},
+	} {
+		s, err := gen(tc.mounts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Linux.RootfsPropagation != tc.want {
+			t.Errorf("%v: rootfsPropagation %q, want %q", tc.mounts, s.Linux.RootfsPropagation, tc.want)
+		}
+	}
+}
+
+// sharedDir is a new directory that is a shared mount of its own (bound onto itself, made shared,
+// unmounted at the end), as the kubelet makes its root directory; the test skips when not root.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a shared mount needs root")
+	}
+	dir := t.TempDir()
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	if err := unix.Mount("", dir, "", unix.MS_SHARED, ""); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // TestResolveUser is containerd's resolution against the program root's files.

@@ -16,8 +16,8 @@ var CSIDriver []byte
 //go:embed storageclass.yaml
 var StorageClass []byte
 
-// SidecarsRBAC is sidecars-rbac.yaml: a ClusterRole and binding for each CSI sidecar and
-// snapshot-controller run out of cluster with a client certificate (user plugsim:<binary>).
+// SidecarsRBAC is sidecars-rbac.yaml: a ClusterRole for each CSI sidecar and snapshot-controller,
+// bound to the service account of the pod it runs in (controller.yaml).
 //
 //go:embed sidecars-rbac.yaml
 var SidecarsRBAC []byte
@@ -27,3 +27,18 @@ var SidecarsRBAC []byte
 //
 //go:embed volumesnapshotclass.yaml
 var VolumeSnapshotClass []byte
+
+// ClusterDirToken stands for the cluster's directory in Controller and Node: `harness cluster up`
+// replaces it before it applies them.
+const ClusterDirToken = "PLUGSIM_CLUSTER_DIR"
+
+// Controller is controller.yaml: the namespace plugsim-csi, csi-fake's controller plugin with the real
+// sidecars in one Deployment, and snapshot-controller.
+//
+//go:embed controller.yaml
+var Controller []byte
+
+// Node is node.yaml: the node plugins of both drivers as DaemonSets.
+//
+//go:embed node.yaml
+var Node []byte

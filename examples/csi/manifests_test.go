@@ -44,6 +44,8 @@ func newObject(apiVersion, kind string) (any, bool) {
 		return &appsv1.DaemonSet{}, true
 	case "v1/ServiceAccount":
 		return &corev1.ServiceAccount{}, true
+	case "v1/Namespace":
+		return &corev1.Namespace{}, true
 	case "v1/PersistentVolumeClaim":
 		return &corev1.PersistentVolumeClaim{}, true
 	case "v1/Pod":
@@ -218,56 +220,100 @@ func TestManifests(t *testing.T) {
 		t.Errorf("mutable parameter keys: csi-sanity file %v, VolumeAttributesClass %v", keysOf(sanity), keysOf(vac.Parameters))
 	}
 
-	ctrl := one[*appsv1.Deployment](t, objs, "Deployment")
+	// The controller pod: csi-fake --mode=controller and the four sidecars, images as the sidecars'
+	// module pins them (cri-fake's catalog names the same tags), with the service account the
+	// sidecars' ClusterRoles are bound to.
+	versions := pinnedVersions(t, filepath.Join("..", "..", "harness", "tools", "sidecars", "go.mod"))
+	image := func(bin, module string) string {
+		return "registry.k8s.io/sig-storage/" + bin + ":" + versions[module]
+	}
+	ctrl := byName[*appsv1.Deployment](t, objs, "Deployment", "csi-fake-controller")
 	spec := ctrl.Spec.Template.Spec
-	for name, image := range map[string]string{
-		"csi-provisioner": "registry.k8s.io/sig-storage/csi-provisioner:v6.4.0",
-		"csi-attacher":    "registry.k8s.io/sig-storage/csi-attacher:v4.13.0",
-	} {
-		if c := container(t, spec, name); c.Image != image {
-			t.Errorf("%s image %q, want %q", name, c.Image, image)
+	for _, sc := range sidecarRBAC[:4] {
+		if c := container(t, spec, sc.bin); c.Image != image(sc.bin, sc.module) || !slices.Contains(c.Args, "--csi-address=/csi/csi.sock") {
+			t.Errorf("%s: image %q args %v, want %s against /csi/csi.sock", sc.bin, c.Image, c.Args, image(sc.bin, sc.module))
 		}
 	}
 	if !slices.Contains(container(t, spec, "csi-fake").Args, "--mode=controller") {
 		t.Errorf("controller csi-fake args %v lack --mode=controller", container(t, spec, "csi-fake").Args)
 	}
-	if spec.ServiceAccountName == "" {
-		t.Error("controller Deployment has no service account for the sidecars")
+	if spec.ServiceAccountName != "csi-fake-controller" {
+		t.Errorf("controller Deployment's service account %q, want csi-fake-controller (the sidecars' bindings name it)", spec.ServiceAccountName)
 	}
 	if ctrl.Spec.Selector == nil || !matches(ctrl.Spec.Selector.MatchLabels, ctrl.Spec.Template.Labels) {
 		t.Error("controller Deployment selector does not match its template")
 	}
-
-	ds := one[*appsv1.DaemonSet](t, objs, "DaemonSet")
-	node := container(t, ds.Spec.Template.Spec, "csi-fake")
-	for _, want := range []string{"--mode=node", "--register", "--kubelet-registration-path=/var/lib/kubelet/plugins/" + driverName + "/csi.sock"} {
-		if !slices.Contains(node.Args, want) {
-			t.Errorf("node csi-fake args %v lack %s", node.Args, want)
-		}
+	snap := byName[*appsv1.Deployment](t, objs, "Deployment", "snapshot-controller")
+	if c := container(t, snap.Spec.Template.Spec, "snapshot-controller"); c.Image != image("snapshot-controller", sidecarRBAC[4].module) {
+		t.Errorf("snapshot-controller image %q", c.Image)
 	}
-	if ds.Spec.Selector == nil || !matches(ds.Spec.Selector.MatchLabels, ds.Spec.Template.Labels) {
-		t.Error("node DaemonSet selector does not match its template")
-	}
-	var hostPaths []string
-	for _, v := range ds.Spec.Template.Spec.Volumes {
-		if v.HostPath != nil {
-			hostPaths = append(hostPaths, v.HostPath.Path)
-		}
-	}
-	for _, want := range []string{"/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins/" + driverName, "/var/lib/kubelet/pods"} {
-		if !slices.Contains(hostPaths, want) {
-			t.Errorf("node DaemonSet mounts %v, lacks %s", hostPaths, want)
+	// Every pod of the driver is in its own namespace, which controller.yaml makes.
+	ns := one[*corev1.Namespace](t, objs, "Namespace").Name
+	for _, o := range objs["Deployment"] {
+		if d := o.(*appsv1.Deployment); d.Namespace != ns {
+			t.Errorf("Deployment %s in namespace %q, want %s", d.Name, d.Namespace, ns)
 		}
 	}
 
-	// Every csi-fake flag used in a manifest is one csi-fake has (read from its --help source).
+	// The node plugins: one DaemonSet per driver, registering themselves (no node-driver-registrar)
+	// with the socket path the kubelet sees, on the kubelet's own directories.
 	flags := csiFakeFlags(t)
-	for _, c := range []corev1.Container{container(t, spec, "csi-fake"), node} {
-		for _, a := range c.Args {
+	for _, tc := range []struct {
+		ds, driver    string
+		bidirectional bool
+	}{{"csi-fake-node", driverName, true}, {"csi-fake-ephemeral-node", ephemeralDriverName, false}} {
+		ds := byName[*appsv1.DaemonSet](t, objs, "DaemonSet", tc.ds)
+		if ds.Namespace != ns {
+			t.Errorf("DaemonSet %s in namespace %q, want %s", ds.Name, ds.Namespace, ns)
+		}
+		node := container(t, ds.Spec.Template.Spec, "csi-fake")
+		sock := "/var/lib/kubelet/plugins/" + tc.driver + "/csi.sock"
+		for _, want := range []string{"--endpoint=unix://" + sock, "--register", "--plugin-registry-dir=/var/lib/kubelet/plugins_registry", "--kubelet-registration-path=" + sock} {
+			if !slices.Contains(node.Args, want) {
+				t.Errorf("%s: csi-fake args %v lack %s", ds.Name, node.Args, want)
+			}
+		}
+		if tc.driver != driverName && !slices.Contains(node.Args, "--driver-name="+tc.driver) {
+			t.Errorf("%s: csi-fake args %v lack --driver-name=%s", ds.Name, node.Args, tc.driver)
+		}
+		if ds.Spec.Selector == nil || !matches(ds.Spec.Selector.MatchLabels, ds.Spec.Template.Labels) {
+			t.Errorf("%s: selector does not match its template", ds.Name)
+		}
+		mounts := map[string]corev1.VolumeMount{}
+		for _, m := range node.VolumeMounts {
+			mounts[m.MountPath] = m
+		}
+		paths := map[string]string{}
+		for _, v := range ds.Spec.Template.Spec.Volumes {
+			if v.HostPath != nil {
+				paths[v.Name] = v.HostPath.Path
+			}
+		}
+		// The kubelet's directories at the paths the kubelet gives (its target paths must name the
+		// same directories inside the container).
+		for _, dir := range []string{"/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins", "/var/lib/kubelet/pods"} {
+			m, ok := mounts[dir]
+			if !ok || paths[m.Name] != dir {
+				t.Errorf("%s: %s is not the host's %s (mounts %v, volumes %v)", ds.Name, dir, dir, mounts, paths)
+			}
+		}
+		pods := mounts["/var/lib/kubelet/pods"]
+		bidi := pods.MountPropagation != nil && *pods.MountPropagation == corev1.MountPropagationBidirectional
+		privileged := node.SecurityContext != nil && node.SecurityContext.Privileged != nil && *node.SecurityContext.Privileged
+		if bidi != tc.bidirectional || privileged != tc.bidirectional {
+			t.Errorf("%s: pods directory Bidirectional %v, privileged %v; want both %v (bind publishes need them, fake ones do not)", ds.Name, bidi, privileged, tc.bidirectional)
+		}
+		for _, a := range node.Args {
 			name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 			if !flags[name] {
-				t.Errorf("container %s uses --%s, which csi-fake does not have", c.Name, name)
+				t.Errorf("%s uses --%s, which csi-fake does not have", ds.Name, name)
 			}
+		}
+	}
+	for _, a := range container(t, spec, "csi-fake").Args {
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !flags[name] {
+			t.Errorf("the controller uses --%s, which csi-fake does not have", name)
 		}
 	}
 
@@ -378,7 +424,7 @@ var sidecarRBAC = []struct{ bin, module, file string }{
 
 // TestSidecarRBACCoversUpstream: every rule of every ClusterRole in a sidecar's own manifest, at
 // the version harness/tools/sidecars pins, is granted by that sidecar's ClusterRole here, and each
-// ClusterRole is bound to the user its client certificate names. The upstream files are read from
+// ClusterRole is bound to the service account of the pod the sidecar runs in. The upstream files are read from
 // the module cache, where `make sidecars` put them.
 func TestSidecarRBACCoversUpstream(t *testing.T) {
 	objs := load(t)
@@ -392,8 +438,18 @@ func TestSidecarRBACCoversUpstream(t *testing.T) {
 		t.Run(sc.bin, func(t *testing.T) {
 			role := byName[*rbacv1.ClusterRole](t, objs, "ClusterRole", "plugsim:"+sc.bin)
 			b := byName[*rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", "plugsim:"+sc.bin)
-			if b.RoleRef.Name != role.Name || len(b.Subjects) != 1 || b.Subjects[0].Kind != "User" || b.Subjects[0].Name != "plugsim:"+sc.bin {
-				t.Errorf("binding %s: %+v, want ClusterRole %s for user plugsim:%s", b.Name, b, role.Name, sc.bin)
+			// Bound to the service account of the pod the sidecar runs in (controller.yaml).
+			account := "csi-fake-controller"
+			if sc.bin == "snapshot-controller" {
+				account = "snapshot-controller"
+			}
+			d := byName[*appsv1.Deployment](t, objs, "Deployment", account)
+			if d.Spec.Template.Spec.ServiceAccountName != account {
+				t.Fatalf("Deployment %s runs as %q", d.Name, d.Spec.Template.Spec.ServiceAccountName)
+			}
+			container(t, d.Spec.Template.Spec, sc.bin)
+			if b.RoleRef.Name != role.Name || len(b.Subjects) != 1 || b.Subjects[0].Kind != "ServiceAccount" || b.Subjects[0].Name != account || b.Subjects[0].Namespace != d.Namespace {
+				t.Errorf("binding %s: %+v, want ClusterRole %s for service account %s/%s", b.Name, b, role.Name, d.Namespace, account)
 			}
 			v := versions[sc.module]
 			if v == "" {

@@ -27,7 +27,6 @@ func (apiServer) Execute(c *actionContext) error {
 		// ServiceAccount is on by default; NodeRestriction keeps each kubelet to its own Node and pods.
 		"--enable-admission-plugins", "NodeRestriction",
 		"--kubelet-client-certificate", pki("apiserver-kubelet-client.crt"), "--kubelet-client-key", pki("apiserver-kubelet-client.key"),
-		"--kubelet-certificate-authority", pki("ca.crt"),
 		"--kubelet-preferred-address-types", "InternalIP",
 		"--allow-privileged=true",
 		"--requestheader-client-ca-file", pki("front-proxy-ca.crt"), "--requestheader-allowed-names", "front-proxy-client",
@@ -42,6 +41,12 @@ func (apiServer) Execute(c *actionContext) error {
 		// the endpoint one (cmd/kube-apiserver/app/server.go buildServiceResolver:
 		// NewEndpointServiceResolver), which picks a ready endpoint's pod IP, routed to its node.
 		"--enable-aggregator-routing=true",
+	}
+	if apiServerChecksKubelets(c.o.KubeletServingCerts) {
+		// Only when the cluster's CA signs the kubelets' serving certificates: kubeadm leaves it out, and
+		// the API server then does not check them (a self-signed one would fail every logs, exec and
+		// port-forward).
+		apiArgs = append(apiArgs, "--kubelet-certificate-authority", pki("ca.crt"))
 	}
 	if _, err := c.startProc("kube-apiserver", c.cpNS, c.bin("kube"), c.withExtra("kube-apiserver", apiArgs)); err != nil {
 		return err

@@ -49,9 +49,6 @@ func (certificates) Execute(c *actionContext) error {
 		"controller-manager": {cn: "system:kube-controller-manager", client: true},
 		"scheduler":          {cn: "system:kube-scheduler", client: true},
 	}
-	for _, s := range append(sidecars, snapshotController) {
-		leaves[s] = certSpec{cn: "plugsim:" + s, client: true}
-	}
 	// The front proxy: the API server's client to aggregated API servers, and what the controller-manager's
 	// and scheduler's delegated authentication read from extension-apiserver-authentication (without it
 	// they log a missing CA bundle, over and over). A CA of its own, as kubeadm makes.
@@ -81,7 +78,7 @@ func (certificates) Execute(c *actionContext) error {
 		kps[name] = kp
 	}
 	inside := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
-	for _, name := range append([]string{"controller-manager", "scheduler", snapshotController}, sidecars...) {
+	for _, name := range []string{"controller-manager", "scheduler"} {
 		if err := atomicfile.Write(c.path("kubeconfigs", name+".kubeconfig"), kubeconfig(inside, c.ca.pem, name, kps[name]), 0o600); err != nil {
 			return err
 		}

@@ -1,10 +1,13 @@
 package cluster
 
 import (
+	"bytes"
+	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"text/template"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -97,203 +100,23 @@ func podState(p *corev1.Pod) string {
 	return s
 }
 
-// corednsManifest is kubeadm's CoreDNS add-on, rendered as kubeadm renders it for this cluster
-// (DNSDomain cluster.local, DNSIP dnsIP, two replicas, ControlPlaneTaintKey
+// corednsManifest is kubeadm's CoreDNS add-on (coredns.yaml), rendered as kubeadm renders it for this
+// cluster (DNSDomain cluster.local, DNSIP dnsIP, two replicas, ControlPlaneTaintKey
 // node-role.kubernetes.io/control-plane).
 func corednsManifest() []byte {
-	return fmt.Appendf(nil, `apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: coredns
-  namespace: kube-system
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: system:coredns
-rules:
-- apiGroups: [""]
-  resources: [endpoints, services, pods, namespaces]
-  verbs: [list, watch]
-- apiGroups: [discovery.k8s.io]
-  resources: [endpointslices]
-  verbs: [list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: system:coredns
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: system:coredns
-subjects:
-- kind: ServiceAccount
-  name: coredns
-  namespace: kube-system
----
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: coredns
-  namespace: kube-system
-data:
-  Corefile: |
-    .:53 {
-        errors
-        health {
-           lameduck 5s
-        }
-        ready
-        kubernetes %[1]s in-addr.arpa ip6.arpa {
-           pods insecure
-           fallthrough in-addr.arpa ip6.arpa
-           ttl 30
-        }
-        prometheus :9153
-        forward . /etc/resolv.conf {
-           max_concurrent 1000
-        }
-        cache 30 {
-           disable success %[1]s
-           disable denial %[1]s
-        }
-        loop
-        reload
-        loadbalance
-    }
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: coredns
-  namespace: kube-system
-  labels:
-    k8s-app: kube-dns
-spec:
-  replicas: %[2]d
-  strategy:
-    type: RollingUpdate
-    rollingUpdate:
-      maxUnavailable: 1
-  selector:
-    matchLabels:
-      k8s-app: kube-dns
-  template:
-    metadata:
-      labels:
-        k8s-app: kube-dns
-    spec:
-      priorityClassName: system-cluster-critical
-      serviceAccountName: coredns
-      affinity:
-        podAntiAffinity:
-          preferredDuringSchedulingIgnoredDuringExecution:
-          - weight: 100
-            podAffinityTerm:
-              labelSelector:
-                matchExpressions:
-                - key: k8s-app
-                  operator: In
-                  values: ["kube-dns"]
-              topologyKey: kubernetes.io/hostname
-      tolerations:
-      - key: CriticalAddonsOnly
-        operator: Exists
-      - key: node-role.kubernetes.io/control-plane
-        effect: NoSchedule
-      nodeSelector:
-        kubernetes.io/os: linux
-      containers:
-      - name: coredns
-        image: %[3]s
-        imagePullPolicy: IfNotPresent
-        resources:
-          limits:
-            memory: 170Mi
-          requests:
-            cpu: 100m
-            memory: 70Mi
-        args: [ "-conf", "/etc/coredns/Corefile" ]
-        volumeMounts:
-        - name: config-volume
-          mountPath: /etc/coredns
-          readOnly: true
-        ports:
-        - containerPort: 53
-          name: dns
-          protocol: UDP
-        - containerPort: 53
-          name: dns-tcp
-          protocol: TCP
-        - containerPort: 9153
-          name: metrics
-          protocol: TCP
-        - containerPort: 8080
-          name: liveness-probe
-          protocol: TCP
-        - containerPort: 8181
-          name: readiness-probe
-          protocol: TCP
-        livenessProbe:
-          httpGet:
-            path: /health
-            port: liveness-probe
-            scheme: HTTP
-          initialDelaySeconds: 60
-          timeoutSeconds: 5
-          successThreshold: 1
-          failureThreshold: 5
-        readinessProbe:
-          httpGet:
-            path: /ready
-            port: readiness-probe
-            scheme: HTTP
-        securityContext:
-          allowPrivilegeEscalation: false
-          capabilities:
-            add:
-            - NET_BIND_SERVICE
-            drop:
-            - ALL
-          readOnlyRootFilesystem: true
-      dnsPolicy: Default
-      volumes:
-        - name: config-volume
-          configMap:
-            name: coredns
-            items:
-            - key: Corefile
-              path: Corefile
----
-apiVersion: v1
-kind: Service
-metadata:
-  labels:
-    k8s-app: kube-dns
-    kubernetes.io/cluster-service: "true"
-    kubernetes.io/name: "CoreDNS"
-  name: kube-dns
-  namespace: kube-system
-  annotations:
-    prometheus.io/port: "9153"
-    prometheus.io/scrape: "true"
-spec:
-  clusterIP: %[4]s
-  ports:
-  - name: dns
-    port: 53
-    protocol: UDP
-    targetPort: 53
-  - name: dns-tcp
-    port: 53
-    protocol: TCP
-    targetPort: 53
-  - name: metrics
-    port: 9153
-    protocol: TCP
-    targetPort: 9153
-  selector:
-    k8s-app: kube-dns
-`, dnsDomain, dnsReplicas, corednsImage, dnsIP)
+	var b bytes.Buffer
+	err := corednsTemplate.Execute(&b, struct {
+		DNSDomain, Image, DNSIP string
+		Replicas                int
+	}{dnsDomain, corednsImage, dnsIP, dnsReplicas})
+	if err != nil {
+		// The template and its data are this package's own: a failure is a bug here.
+		panic(err)
+	}
+	return b.Bytes()
 }
+
+//go:embed coredns.yaml
+var corednsYAML string
+
+var corednsTemplate = template.Must(template.New("coredns.yaml").Option("missingkey=error").Parse(corednsYAML))

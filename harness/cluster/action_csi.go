@@ -1,28 +1,31 @@
 package cluster
 
 import (
+	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	csiexample "github.com/plugsim/plugsim/examples/csi"
 )
 
-// csiDriver installs the CSI driver as a driver's deployment ships it: the CSIDriver objects and
-// StorageClasses of examples/csi, the sidecars' RBAC, the VolumeSnapshot CRDs and class; then csi-fake's
-// controller plugin with the real sidecars (and snapshot-controller) in the control-plane namespace, and
-// on every node csi-fake's node plugin and the ephemeral-only driver, each registering itself with the
-// node's kubelet.
+// csiNamespace is where examples/csi/controller.yaml and node.yaml put the driver's pods.
+const csiNamespace = "plugsim-csi"
+
+// csiDriver installs what a CSI driver's deployment ships besides its pods: the CSIDriver objects and
+// StorageClasses of examples/csi, the sidecars' RBAC, the VolumeSnapshot CRDs and class.
 type csiDriver struct{}
 
-func (csiDriver) Name() string { return "install the CSI driver" }
+func (csiDriver) Name() string { return "install the CSI driver's objects" }
 
 func (csiDriver) Execute(c *actionContext) error {
 	// The CSIDriver objects and the StorageClasses of examples/csi, as a driver's deployment ships them:
 	// without a CSIDriver the kubelet treats csi.plugsim.dev as attach-required without pod info and
 	// refuses every inline volume, and without a default class a PVC naming none stays Pending. Then each
-	// CSI sidecar's ClusterRole (examples/csi).
+	// CSI sidecar's ClusterRole, bound to its pod's service account (examples/csi).
 	for _, m := range []struct {
 		name string
 		b    []byte
@@ -31,86 +34,91 @@ func (csiDriver) Execute(c *actionContext) error {
 			return err
 		}
 	}
-	c.step("CSIDriver objects %s and %s, StorageClasses plugsim-fake (default) and example", driverName, ephemeralDriver)
-	snapshots, err := snapshotCRDs(c)
+	c.step("CSIDriver objects %s and %s, StorageClasses plugsim-fake (default) and example, the sidecars' ClusterRoles", driverName, ephemeralDriver)
+	return snapshotCRDs(c)
+}
+
+// csiPods deploys the CSI drivers as pods, as a driver is deployed on any cluster
+// (examples/csi/controller.yaml and node.yaml): csi-fake's controller plugin with the real sidecars in
+// one Deployment, snapshot-controller in another, and the node plugins of both drivers as DaemonSets,
+// each registering itself with its node's kubelet; all of them program images, run under the real runc.
+// It waits until every DaemonSet has a Ready pod on every node, the Deployments are Available and every
+// node's CSINode lists both drivers (with --empty-cni the pods wait for the nodes' pod network, and
+// `up` does not wait for them).
+type csiPods struct{}
+
+func (csiPods) Name() string { return "deploy the CSI driver as pods" }
+
+func (csiPods) Execute(c *actionContext) error {
+	dir := []byte(c.o.Dir)
+	for _, m := range []struct {
+		name string
+		b    []byte
+	}{{"csi-controller.yaml", csiexample.Controller}, {"csi-node.yaml", csiexample.Node}} {
+		if err := c.apply(m.name, bytes.ReplaceAll(m.b, []byte(csiexample.ClusterDirToken), dir)); err != nil {
+			return err
+		}
+	}
+	if c.o.EmptyCNI {
+		c.step("CSI driver pods in namespace %s applied (%s): they start once the nodes are Ready", csiNamespace, c.path("manifests", "csi-*.yaml"))
+		return nil
+	}
+	daemonSets := []string{"csi-fake-node", "csi-fake-ephemeral-node"}
+	deployments := []string{"csi-fake-controller", "snapshot-controller"}
+	err := c.wait(fmt.Sprintf("the CSI DaemonSets Ready on %d node(s) and its Deployments Available", c.o.Nodes), func() (bool, string) {
+		var desc []string
+		ok := true
+		for _, name := range daemonSets {
+			var ds appsv1.DaemonSet
+			if _, err := c.get("/apis/apps/v1/namespaces/"+csiNamespace+"/daemonsets/"+name, &ds); err != nil {
+				return false, err.Error()
+			}
+			s := ds.Status
+			n := int32(c.o.Nodes)
+			ok = ok && s.DesiredNumberScheduled == n && s.CurrentNumberScheduled == n && s.NumberReady == n && s.UpdatedNumberScheduled == n
+			desc = append(desc, fmt.Sprintf("daemonset %s desired %d current %d ready %d", name, s.DesiredNumberScheduled, s.CurrentNumberScheduled, s.NumberReady))
+		}
+		for _, name := range deployments {
+			var d appsv1.Deployment
+			if _, err := c.get("/apis/apps/v1/namespaces/"+csiNamespace+"/deployments/"+name, &d); err != nil {
+				return false, err.Error()
+			}
+			available := false
+			for _, cd := range d.Status.Conditions {
+				available = available || (cd.Type == appsv1.DeploymentAvailable && cd.Status == "True")
+			}
+			ok = ok && available
+			desc = append(desc, fmt.Sprintf("deployment %s available %v", name, available))
+		}
+		var csiNodes storagev1.CSINodeList
+		if _, err := c.get("/apis/storage.k8s.io/v1/csinodes", &csiNodes); err != nil {
+			return false, err.Error()
+		}
+		registered := 0
+		for _, n := range csiNodes.Items {
+			drivers := map[string]bool{}
+			for _, d := range n.Spec.Drivers {
+				drivers[d.Name] = true
+			}
+			if drivers[driverName] && drivers[ephemeralDriver] {
+				registered++
+			}
+		}
+		ok = ok && registered == c.o.Nodes
+		desc = append(desc, fmt.Sprintf("%d CSINode(s) list both drivers", registered))
+		return ok, strings.Join(desc, "; ")
+	})
 	if err != nil {
 		return err
 	}
-	c.snapshotCRDs = snapshots
-
-	// The CSI controller plugin and, where built, the real sidecars against its socket.
-	ctrlSock := c.path("csi", "controller", "csi.sock")
-	if _, err := c.startProc("csi-fake-controller", c.cpNS, c.bin("csi-fake"), []string{
-		"--mode", "controller", "--endpoint", "unix://" + ctrlSock, "--node-id", "controller",
-		"--known-nodes", "*", "--state-dir", c.path("csi", "state"), "--trace", c.path("csi", "controller.jsonl"),
-		"--admin-socket", "unix://" + controllerAdmin(c.o.Dir),
-		// The zone every node reports (see node): CreateVolume serves its requisite, refuses another's.
-		"--topology", zoneLabel(),
-	}); err != nil {
-		return err
-	}
-	var run []string
-	for _, s := range sidecars {
-		if _, err := os.Stat(c.bin(s)); err != nil {
-			continue
-		}
-		args := []string{"--kubeconfig", c.path("kubeconfigs", s+".kubeconfig"), "--csi-address", ctrlSock, "--v", "2"}
-		if _, err := c.startProc(s, c.cpNS, c.bin(s), args); err != nil {
-			return err
-		}
-		run = append(run, s)
-	}
-	if _, err := os.Stat(c.bin(snapshotController)); err == nil && c.snapshotCRDs {
-		if _, err := c.startProc(snapshotController, c.cpNS, c.bin(snapshotController), []string{
-			"--kubeconfig", c.path("kubeconfigs", snapshotController+".kubeconfig"), "--v", "2",
-		}); err != nil {
-			return err
-		}
-		run = append(run, snapshotController)
-	}
-	if len(run) == 0 {
-		c.step("csi-fake controller on %s (no CSI sidecars in %s: none run)", ctrlSock, c.o.BinDir)
-	} else {
-		c.step("csi-fake controller on %s, with %s", ctrlSock, strings.Join(run, ", "))
-	}
-	for i := 1; i <= c.o.Nodes; i++ {
-		if err := csiNodePlugins(c, i); err != nil {
-			return err
-		}
-	}
-	c.step("csi-fake node plugins of %s and %s on %d node(s), registering with their kubelets", driverName, ephemeralDriver, c.o.Nodes)
+	c.step("CSI driver as pods in namespace %s: csi-fake-controller (csi-fake, csi-provisioner, csi-attacher, csi-resizer, csi-snapshotter) and snapshot-controller Available, node plugins of %s and %s Ready on %d node(s), registered with their kubelets",
+		csiNamespace, driverName, ephemeralDriver, c.o.Nodes)
 	return nil
 }
 
-// csiNodePlugins starts node i's csi-fake node plugin and the ephemeral-only driver in its namespaces
-// (its publishes must be in the mount namespace its kubelet and cri-fake see).
-func csiNodePlugins(c *actionContext, i int) error {
-	name := c.nodeName(i)
-	netns := fmt.Sprintf("%s-%s", c.st.Prefix, name)
-	nd := c.path("nodes", name)
-	csiSock := filepath.Join(nd, "kubelet/plugins", driverName, "csi.sock")
-	if _, err := c.startNodeProc(name+"-csi-fake", netns, nd, c.bin("csi-fake"), []string{
-		"--endpoint", "unix://" + csiSock, "--mode", "node", "--node-id", name,
-		"--state-dir", filepath.Join(nd, "state/csi"),
-		// Network-attached storage, as a SAN or a zone's cloud disks are: every node reports the one
-		// zone and no node key, so a PV's node affinity (topology.plugsim.dev/zone in [zone-a]) holds
-		// on every node; the volumes' data is the controller's, so a volume moved to another node
-		// keeps what a pod wrote; and bind publishes put that data at the pod's mount.
-		"--node-topology=false", "--topology", zoneLabel(), "--data-dir", c.path("csi", "state"), "--mount", "bind",
-		"--register", "--plugin-registry-dir", filepath.Join(nd, "kubelet/plugins_registry"),
-		"--trace", filepath.Join(nd, "csi.jsonl"), "--admin-socket", "unix://" + nodeCSIAdmin(nd),
-	}); err != nil {
-		return err
-	}
-	// The ephemeral-only driver (like Calico's csi.tigera.io): a node plugin with no controller and no
-	// sidecar, registering itself so the kubelet adds it to the node's CSINode and publishes inline volumes.
-	if _, err := c.startNodeProc(name+"-csi-fake-ephemeral", netns, nd, c.bin("csi-fake"), ephemeralDriverArgs(name, nd)); err != nil {
-		return err
-	}
-	return nil
-}
-
-// ephemeralDriverArgs are the arguments of node name's ephemeral-only csi-fake (node directory nd).
+// ephemeralDriverArgs are the arguments of the ephemeral-only csi-fake that `join` runs as a process of
+// each of its nodes (name, node directory nd): the CSI DaemonSets stay on the first machine's nodes
+// (examples/csi/node.yaml).
 func ephemeralDriverArgs(name, nd string) []string {
 	return []string{
 		"--ephemeral-only", "--driver-name", ephemeralDriver,
@@ -123,23 +131,21 @@ func ephemeralDriverArgs(name, nd string) []string {
 
 // snapshotCRDs applies external-snapshotter's CRDs from BinDir/snapshot-crds (`make sidecars` copies
 // them there), waits until the API server serves them, and applies examples/csi's VolumeSnapshotClass.
-// Without the directory there are none (and no snapshot-controller runs); it reports which.
-func snapshotCRDs(c *actionContext) (bool, error) {
+func snapshotCRDs(c *actionContext) error {
 	dir := c.bin("snapshot-crds")
 	if crds, _ := filepath.Glob(filepath.Join(dir, "*.yaml")); len(crds) == 0 {
-		c.step("no VolumeSnapshot CRDs in %s (make sidecars copies them): no snapshot-controller", dir)
-		return false, nil
+		return fmt.Errorf("no VolumeSnapshot CRDs in %s: make sidecars copies them", dir)
 	}
 	// Server-side: a client-side apply would copy each CRD's whole schema into an annotation.
 	if err := c.kubectl("apply", "--server-side", "-f", dir); err != nil {
-		return false, err
+		return err
 	}
 	if err := c.kubectl("wait", "--for", "condition=Established", "--timeout", "120s", "-f", dir); err != nil {
-		return false, err
+		return err
 	}
 	if err := c.apply("volumesnapshotclass.yaml", csiexample.VolumeSnapshotClass); err != nil {
-		return false, err
+		return err
 	}
 	c.step("VolumeSnapshot CRDs (external-snapshotter v8) and VolumeSnapshotClass plugsim-snapshots (default)")
-	return true, nil
+	return nil
 }

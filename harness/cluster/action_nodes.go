@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 
 	"github.com/plugsim/plugsim/internal/atomicfile"
 )
@@ -42,12 +43,14 @@ func startNode(c *actionContext, i int) error {
 	if err != nil {
 		return err
 	}
-	serving, err := c.ca.issue(certSpec{cn: name, dns: []string{name}, ips: ips(ip), server: true})
-	if err != nil {
-		return err
-	}
-	if err := serving.write(nd, "kubelet-serving"); err != nil {
-		return err
+	if c.o.KubeletServingCerts == ServingClusterCA {
+		serving, err := c.ca.issue(certSpec{cn: name, dns: []string{name}, ips: ips(ip), server: true})
+		if err != nil {
+			return err
+		}
+		if err := serving.write(nd, "kubelet-serving"); err != nil {
+			return err
+		}
 	}
 	inside := fmt.Sprintf("https://%s:%d", cpAddr, apiPort)
 	if err := atomicfile.Write(filepath.Join(nd, "kubelet.kubeconfig"), kubeconfig(inside, c.ca.pem, "system:node:"+name, client), 0o600); err != nil {
@@ -60,7 +63,7 @@ func startNode(c *actionContext, i int) error {
 	if err := makeNodeCgroup(cgroup); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), true, cgroup), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), c.o.KubeletServingCerts, cgroup), 0o644); err != nil {
 		return err
 	}
 	// Its mount namespace, which its kubelet, cri-fake and csi-fakes share (mountns.go).
@@ -161,33 +164,43 @@ func startCRIFake(c *actionContext, name, nd, netns string) error {
 	})
 }
 
-// startKubelet starts a node's kubelet with its credentials (--kubeconfig, or a bootstrap kubeconfig).
+// startKubelet starts a node's kubelet with its configuration file and its credentials (--kubeconfig, or
+// a bootstrap kubeconfig): at `up`, at `join`, and at `harness cluster restart-kubelet` after that file
+// was edited.
 func startKubelet(c *actionContext, name, nd, netns, ip string, credentials ...string) error {
 	args := append([]string{
 		"--config", filepath.Join(nd, "kubelet.yaml"),
-		"--root-dir", filepath.Join(nd, "kubelet"),
+		// /var/lib/kubelet, as on any node: in the node's mount namespace it is DIR/nodes/NODE/kubelet
+		// (mountns.go).
+		"--root-dir", kubeletFixedDir,
 		"--hostname-override", name,
 		// Without it the kubelet resolves its host name through DNS (no server in reach: 10 s a lookup).
 		"--node-ip", ip,
-		"--node-labels", NodeKindLabel + "=plugsim",
 	}, credentials...)
+	if !slices.Contains(credentials, "--cert-dir") {
+		// Where a kubeadm node keeps them: the certificate the kubelet makes itself (self-signed) or the
+		// one its CSR brought (serverTLSBootstrap).
+		args = append(args, "--cert-dir", filepath.Join(kubeletFixedDir, "pki"))
+	}
+	labels := NodeKindLabel + "=plugsim"
+	if c.join != nil {
+		// The CSI driver's DaemonSets stay off a joining machine's nodes (examples/csi/node.yaml): its
+		// storage is the first machine's, and join runs the ephemeral driver there itself.
+		labels += "," + JoinedLabel + "=" + c.join.name
+	}
+	args = append(args, "--node-labels", labels)
 	_, err := c.startNodeProc(name+"-kubelet", netns, nd, c.bin("kubelet"), c.withExtra("kubelet", args))
 	return err
 }
 
 // kubeletConfig is a node's KubeletConfiguration: pod cgroups under the node's own cgroup root
 // (cgroups.go; cgroupfs, nothing enforced on the node's allocatable), serving on the node's address
-// with the cluster's certificates, and checking callers against the API server (webhook
-// authentication and authorisation).
+// with the serving certificate the mode says (serving.go), and checking callers against the API server
+// (webhook authentication and authorisation).
 //
-// With serving false the kubelet serves with a certificate it makes and signs itself (a joining
-// machine has no key of the cluster's CA). With cgroupRoot "" it makes no pod cgroups (a joining
-// machine's node: nothing of this cluster's makes or removes a cgroup root there).
-func kubeletConfig(nd, ip, caFile string, serving bool, cgroupRoot string) []byte {
-	tls := ""
-	if serving {
-		tls = fmt.Sprintf("tlsCertFile: %[1]s/kubelet-serving.crt\ntlsPrivateKeyFile: %[1]s/kubelet-serving.key\n", nd)
-	}
+// A joining machine's nodes serve self-signed (it has no key of the cluster's CA) and, with cgroupRoot
+// "", make no pod cgroups (nothing of this cluster's makes or removes a cgroup root there).
+func kubeletConfig(nd, ip, caFile, serving, cgroupRoot string) []byte {
 	cgroups := "cgroupsPerQOS: false\n"
 	if cgroupRoot != "" {
 		cgroups = fmt.Sprintf("cgroupsPerQOS: true\ncgroupRoot: %s\n", cgroupRoot)
@@ -223,5 +236,5 @@ authentication:
   webhook: {enabled: true}
   x509: {clientCAFile: %[3]s}
 authorization: {mode: Webhook}
-`, nd, ip, caFile, tls, controlPlaneQPS, 2*controlPlaneQPS, cgroups, dnsIP, dnsDomain)
+`, nd, ip, caFile, servingKubeletConfig(serving, nd), controlPlaneQPS, 2*controlPlaneQPS, cgroups, dnsIP, dnsDomain)
 }

@@ -45,7 +45,7 @@ func upActions(o Options) []action {
 		controllers{},         // action_controllers.go: kube-controller-manager and kube-scheduler
 		imageCatalog{},        // action_catalog.go: DIR/image-catalog.yaml, which every node's cri-fake reads
 		nodes{},               // action_nodes.go: per node a namespace, cri-fake and a kubelet
-		csiDriver{},           // action_csi.go: CSIDriver objects, StorageClasses, snapshot CRDs, csi-fake's controller with the real sidecars, its node plugins
+		csiDriver{},           // action_csi.go: CSIDriver objects, StorageClasses, the sidecars' RBAC, snapshot CRDs
 		podNetwork{},          // action_podnetwork.go: pod CIDRs, each node's conflist, routes between nodes and from the control plane
 		kubeProxy{},           // action_kubeproxy.go: kube-proxy on every node (Services, the kubernetes Service too)
 	}
@@ -61,7 +61,8 @@ func upActions(o Options) []action {
 			clusterDNS{}, // action_clusterdns.go: kubeadm's CoreDNS add-on, kube-dns at the kubelets' clusterDNS
 		)
 	}
-	return list
+	// action_csi.go: csi-fake's controller with the real sidecars, snapshot-controller, the node plugins, as pods
+	return append(list, csiPods{})
 }
 
 // StepError is how `up` fails: the action that failed, why, and the logs to read.
@@ -101,8 +102,6 @@ type actionContext struct {
 	adminKP keyPair // the admin's client certificate (certificates)
 	admin   *http.Client
 	server  string // the relay's https://127.0.0.1:PORT (apiRelay)
-
-	snapshotCRDs bool // the VolumeSnapshot CRDs are served (csiDriver)
 
 	join *joinContext // what `join` learnt of the cluster it joins; nil for `up`
 

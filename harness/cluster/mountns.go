@@ -22,7 +22,10 @@ import (
 // /var/lib/kubelet/device-plugins/kubelet.sock first among them (k8s.io/kubelet
 // pkg/apis/deviceplugin/v1beta1: DevicePluginPath, KubeletSocket), so every node of every cluster on the
 // machine shared one socket, which stayed after `down` (issue 24). In the node's namespace
-// /var/lib/kubelet is a bind mount of the node's own DIR/nodes/NODE/var-lib-kubelet.
+// /var/lib/kubelet is a bind mount of the node's own DIR/nodes/NODE/kubelet, and it is the kubelet's
+// --root-dir: every path the kubelet gives (CRI mounts, CSI target and staging paths, the plugin
+// registration directory) is a node's usual one, and a DaemonSet's hostPath /var/lib/kubelet/pods (a CSI
+// node plugin's) names on each node that node's own.
 //
 // The namespace is a copy of the host's made private (nothing it mounts reaches the host, nothing the host
 // mounts later reaches it), so everything the node mounts stays in it: the kubelet's bind mount of its
@@ -41,7 +44,7 @@ const kubeletFixedDir = "/var/lib/kubelet"
 
 func nodeNSDir(nd string) string        { return filepath.Join(nd, "ns") }
 func nodeMountNS(nd string) string      { return filepath.Join(nd, "ns", "mnt") }
-func nodeKubeletFixed(nd string) string { return filepath.Join(nd, "var-lib-kubelet") }
+func nodeKubeletFixed(nd string) string { return filepath.Join(nd, "kubelet") }
 
 // makeNodeMountNS makes node nd's mount namespace and pins it at nodeMountNS(nd).
 func makeNodeMountNS(nd string) error {

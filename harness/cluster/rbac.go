@@ -1,7 +1,7 @@
 package cluster
 
 // rbacManifest is what `up` applies once the API server is ready, before examples/csi/sidecars-rbac.yaml
-// (the CSI sidecars' and snapshot-controller's ClusterRoles and bindings, for users plugsim:<binary>).
+// (the CSI sidecars' and snapshot-controller's ClusterRoles, bound to their pods' service accounts).
 //
 // The API server's kubelet client (--kubelet-client-certificate, user kube-apiserver-kubelet-client) gets
 // system:kubelet-api-admin, as hack/local-up-cluster.sh binds it: without it the kubelets' webhook

@@ -73,6 +73,9 @@ const (
 // selector to pick one kind.
 const NodeKindLabel = "plugsim.dev/node-kind"
 
+// JoinedLabel is the label a joining machine's nodes carry besides (`harness cluster join`): its --name.
+const JoinedLabel = "plugsim.dev/joined"
+
 // Skip are the subtrees of a cluster's directory that CheckDir does not walk: the pods' own data, which
 // belongs to whatever user a container runs as (each node kubelet's pods/ with its volumes, cri-fake's
 // pod directories, the volumes and snapshots of the network-attached storage).

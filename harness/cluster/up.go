@@ -24,12 +24,15 @@ var ExtraArgComponents = []string{"etcd", "kube-apiserver", "kube-controller-man
 type Options struct {
 	Dir    string // the cluster's directory (absolute): state, certificates, logs, every node's files
 	Nodes  int
-	BinDir string // etcd, kube, kubectl, kubelet, cri-fake, csi-fake, cni-fake, portmap (and csi-* sidecars when built)
+	BinDir string // etcd, kube, kubectl, kubelet, cri-fake, csi-fake, cni-fake, portmap, runc, programs/ (see required)
 	Port   int    // the relay's port on the host's 127.0.0.1; 0 picks a free one
 	// EmptyCNI starts every node with an empty CNI conf dir: its kubelet registers and stays NotReady
 	// ("cni plugin not initialized") until a conflist is put there (each node's cni/plugsim.conflist is the
 	// one `up` would have put). `up` then waits for registration only.
 	EmptyCNI bool
+	// KubeletServingCerts says where each kubelet's serving certificate (port 10250) comes from; ""
+	// means ServingSelfSigned, kubeadm's default. See ServingSelfSigned, ServingBootstrap, ServingClusterCA.
+	KubeletServingCerts string
 	// ImageCatalog is a cri-fake image catalog (YAML, cri-fake/README.md) for every node, merged over
 	// cri-fake's built-in images; "" gives DIR/image-catalog.yaml with no images of its own.
 	ImageCatalog string
@@ -51,20 +54,17 @@ type Options struct {
 	Context context.Context
 }
 
-// required lists the binaries `up` runs and the make target that builds each.
+// required lists the binaries `up` runs (and the program images' binaries, in BinDir/programs, cri-fake's
+// program directory) and the make target that builds each.
 var required = map[string]string{
 	"etcd": "make control-plane", "kube": "make control-plane", "kubectl": "make control-plane", "kube-proxy": "make control-plane",
 	"kubelet": "make kubelet", "cri-fake": "make build", "csi-fake": "make build", "cni-fake": "make build",
-	"portmap": "make tools",
+	"portmap": "make tools", "runc": "make runc",
+	// The CSI driver's pods (examples/csi/controller.yaml, node.yaml) and the CRDs of its snapshots.
+	"programs/csi-fake": "make sidecars", "programs/csi-provisioner": "make sidecars", "programs/csi-attacher": "make sidecars",
+	"programs/csi-resizer": "make sidecars", "programs/csi-snapshotter": "make sidecars",
+	"programs/snapshot-controller": "make sidecars", "snapshot-crds": "make sidecars",
 }
-
-// sidecars are the CSI controller sidecars `up` runs when their binaries are in BinDir (h8's build:
-// bin/csi-provisioner, ...), each with its own client certificate and the RBAC of its deploy/kubernetes/rbac.yaml.
-var sidecars = []string{"csi-provisioner", "csi-attacher", "csi-resizer", "csi-snapshotter"}
-
-// snapshotController is external-snapshotter's common controller (VolumeSnapshot → VolumeSnapshotContent),
-// run with its own client certificate when it is in BinDir together with the CRDs in BinDir/snapshot-crds.
-const snapshotController = "snapshot-controller"
 
 // Up starts the cluster and returns when every node is Ready (or, with EmptyCNI, registered). On failure
 // it stops what it started, keeping the logs in DIR/logs, and returns an error naming the failing step.
@@ -91,6 +91,13 @@ func Up(o Options) (err error) {
 	// ephemeral-only driver (kubelet/plugins/<driver>/csi.sock is 9 bytes shorter).
 	if deepest := filepath.Join(o.Dir, "nodes", nodeName(o.Nodes), "kubelet/plugins_registry", ephemeralDriver+"-reg.sock"); len(deepest) > 107 {
 		return fmt.Errorf("--dir %s is too long: the socket %s would pass the 107-byte limit of a unix socket path", o.Dir, deepest)
+	}
+	switch o.KubeletServingCerts {
+	case "":
+		o.KubeletServingCerts = ServingSelfSigned
+	case ServingSelfSigned, ServingBootstrap, ServingClusterCA:
+	default:
+		return fmt.Errorf("--kubelet-serving-certs %q: one of %s, %s, %s", o.KubeletServingCerts, ServingSelfSigned, ServingBootstrap, ServingClusterCA)
 	}
 	if err := checkInotify(o.Nodes + o.KubemarkNodes); err != nil {
 		return err

@@ -25,13 +25,13 @@ func TestClusterChecks(t *testing.T) {
 	c := upCluster(t, 3)
 
 	// Issue 24, 6: the kubelet's device-plugins socket has a fixed path whatever its root dir; every node
-	// has its own (its mount namespace's /var/lib/kubelet is DIR/nodes/NODE/var-lib-kubelet), and the
+	// has its own (its mount namespace's /var/lib/kubelet is DIR/nodes/NODE/kubelet), and the
 	// host's /var/lib/kubelet is left as it was.
 	t.Run("device-plugins-socket-per-node", func(t *testing.T) {
 		c.t = t
 		seen := map[uint64]string{}
 		for i := 1; i <= 3; i++ {
-			p := filepath.Join(c.dir, "nodes", fmt.Sprintf("node%d", i), "var-lib-kubelet", "device-plugins", "kubelet.sock")
+			p := filepath.Join(c.dir, "nodes", fmt.Sprintf("node%d", i), "kubelet", "device-plugins", "kubelet.sock")
 			var fi os.FileInfo
 			c.waitFor(p, 60*time.Second, func() (bool, string) {
 				var err error
@@ -104,6 +104,11 @@ handler: plugsim-gvisor
 	t.Run("program-containers", c.programContainers)
 	// ... and the aggregated-API conformance spec's sample-apiserver and etcd, in one pod.
 	t.Run("aggregated-api", c.aggregatedAPI)
+
+	// Issue 28: the CSI drivers deployed as pods, as the note's `kubectl -n calico-system get ds` shows a
+	// CSI node plugin (DESIRED = CURRENT = READY = the node count), the controller plugin a Deployment
+	// with the real sidecars as containers of its pod.
+	t.Run("csi-driver-pods", func(t *testing.T) { c.t = t; c.csiDriverPods(t) })
 
 	// Check 3: the columns of `kubectl get csidriver`, for both drivers `up` applies.
 	t.Run("csidriver", func(t *testing.T) {

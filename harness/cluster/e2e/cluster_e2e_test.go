@@ -328,7 +328,7 @@ func TestClusterOneNode(t *testing.T) {
 			t.Logf("container runtime version: %q", n.Status.NodeInfo.ContainerRuntimeVersion)
 		}
 		kib, names := c.rss("node1-")
-		t.Logf("memory of node1 (kubelet, cri-fake, csi-fake and the ephemeral-only csi-fake), RSS: %d MiB (%s)", kib/1024, strings.Join(names, ", "))
+		t.Logf("memory of node1 (kubelet and cri-fake; the CSI node plugins are pods, their programs under runc), RSS: %d MiB (%s)", kib/1024, strings.Join(names, ", "))
 	})
 
 	t.Run("pod-runs", func(t *testing.T) {
