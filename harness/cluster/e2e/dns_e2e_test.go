@@ -31,22 +31,7 @@ func dnsChecks(t *testing.T, c *testCluster) {
 	})
 
 	c.t = t
-	c.apply(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: named, namespace: default}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: named}}
-  template:
-    metadata: {labels: {app: named}}
-    spec:
-      containers:
-      - name: app
-        image: registry.k8s.io/e2e-test-images/agnhost:2.53
-        args: ["netexec", "--http-port=8080"]
-        readinessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 2}
----
-apiVersion: v1
+	c.apply(netexecBackends("named") + `apiVersion: v1
 kind: Service
 metadata: {name: named, namespace: default}
 spec:

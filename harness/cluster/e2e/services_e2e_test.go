@@ -19,22 +19,7 @@ import (
 // them (action_kubeproxy.go).
 func serviceChecks(t *testing.T, c *testCluster) {
 	c.t = t
-	c.apply(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: backends, namespace: default}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: backends}}
-  template:
-    metadata: {labels: {app: backends}}
-    spec:
-      containers:
-      - name: app
-        image: registry.k8s.io/e2e-test-images/agnhost:2.53
-        args: ["netexec", "--http-port=8080"]
-        readinessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 2}
----
-apiVersion: v1
+	c.apply(netexecBackends("backends") + `apiVersion: v1
 kind: Service
 metadata: {name: backends, namespace: default}
 spec:
@@ -133,4 +118,25 @@ spec:
 	c.t = t
 	c.mustKubectl("delete", "deployment", "backends", "--wait=false")
 	c.mustKubectl("delete", "service", "backends", "sticky", "--wait=false")
+}
+
+// netexecBackends is a Deployment of 3 agnhost netexec pods labelled app=name, each Ready once its
+// /healthz answers on 8080 (the backends of the Service and DNS checks), and a document separator.
+func netexecBackends(name string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %[1]s, namespace: default}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec:
+      containers:
+      - name: app
+        image: registry.k8s.io/e2e-test-images/agnhost:2.53
+        args: ["netexec", "--http-port=8080"]
+        readinessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 2}
+---
+`, name)
 }
