@@ -51,7 +51,10 @@ func TestClusterView(t *testing.T) {
 	}
 	c.apply(string(manifest))
 	c.waitPod("writer", 300*time.Second, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && podReady(p) })
-	browsertest.WaitFor(t, ctx, `[...document.querySelectorAll('#rows .call')].some(r => r.dataset.method === 'NodePublishVolume')`, "NodePublishVolume drawn")
+	// The view reads each component's trace as it comes: the pod being Ready does not mean cri-fake's
+	// calls have reached the page yet (two runs in four drew the CSI calls first and failed on a
+	// snapshot taken then), so wait for the last of them to be drawn, then check the order.
+	browsertest.WaitFor(t, ctx, `['NodePublishVolume', 'RunPodSandbox', 'ADD'].every(m => [...document.querySelectorAll('#rows .call')].some(r => r.dataset.method === m))`, "NodePublishVolume, RunPodSandbox and the CNI ADD drawn")
 	want := []string{"CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"}
 	got := browsertest.Methods(t, ctx)
 	i := 0
