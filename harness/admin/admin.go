@@ -8,6 +8,11 @@
 //	GET    /faults           the rules, as JSON, with their hit counts
 //	POST   /faults           add rules: a JSON or YAML rule, a list of rules, or {"rules": [...]}
 //	DELETE /faults           remove every rule; DELETE /faults/ID removes one
+//	GET    /debug/pprof/     the Go runtime's profiles of the fake's own process (net/http/pprof:
+//	                         heap, goroutine, profile?seconds=N for CPU, trace), for go tool pprof
+//
+// The socket is the fake's owner's only (0600 unless its --admin-socket-mode says otherwise), so the
+// profiles, like the trace, are shown to nobody else.
 //
 // Example: curl --unix-socket /run/plugsim/cri-admin.sock -d '{"method":"PullImage","code":"Unavailable","times":1}' http://x/faults
 package admin
@@ -20,6 +25,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -116,6 +122,13 @@ func Handler(rec *trace.Recorder, fs *faults.Set) http.Handler {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+	// What the fake itself spends (CPU, heap, goroutines), for finding what limits a node's throughput
+	// or memory: go tool pprof reads these over the socket (harness/README.md, "Pod throughput").
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return mux
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -112,5 +113,39 @@ func TestFollow(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Follow after cancel: %v, want context.Canceled", err)
+	}
+}
+
+// The socket serves the fake's own Go profiles: a heap profile go tool pprof reads, and a CPU
+// profile of the seconds asked for; a POST to them is refused.
+func TestProfilesThroughAdmin(t *testing.T) {
+	c, _, _, _ := start(t)
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := c.http.Get("http://admin" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/debug/pprof/heap?debug=1"); code != http.StatusOK || !strings.Contains(body, "heap profile:") {
+		t.Errorf("GET /debug/pprof/heap?debug=1: %d %.200q", code, body)
+	}
+	if code, body := get("/debug/pprof/goroutine?debug=1"); code != http.StatusOK || !strings.Contains(body, "goroutine profile:") {
+		t.Errorf("GET /debug/pprof/goroutine?debug=1: %d %.200q", code, body)
+	}
+	// A CPU profile is gzipped protobuf: its first bytes are gzip's.
+	if code, body := get("/debug/pprof/profile?seconds=1"); code != http.StatusOK || !strings.HasPrefix(body, "\x1f\x8b") {
+		t.Errorf("GET /debug/pprof/profile?seconds=1: %d %.50q", code, body)
+	}
+	resp, err := c.http.Post("http://admin/debug/pprof/heap", "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /debug/pprof/heap: %d, want 405", resp.StatusCode)
 	}
 }
