@@ -138,8 +138,8 @@ func BenchmarkClusterScale(b *testing.B) {
 	}
 	largest := 0
 	// What a node takes of the machine's memory, until measured: its PSS (mem), not its RSS, which
-	// counts the binaries' text the nodes share once per node (a 3-node cluster: about 250 MiB RSS, of
-	// which about 60 anonymous).
+	// counts the binaries' text the nodes share once per node (3 idle nodes in make bench-cluster: 207 MiB
+	// RSS a node, 96 PSS, 48 anonymous).
 	perNodeMiB := 150.0
 	// The node count is capped by the free inotify instances before memory (cluster.InotifyPerNode);
 	// up would refuse a step they cannot hold; the scale stops before it.

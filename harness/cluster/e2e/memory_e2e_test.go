@@ -56,8 +56,8 @@ func memOf(pids []int) mem {
 }
 
 // daemonSetPIDs are the processes of the program containers (cri-fake hands them to runc) of the
-// DaemonSet pods on each node: what every node runs because it is a node (the CSI node plugin and
-// its registrar), unlike a Deployment's pods (CoreDNS, the CSI controller), which run on some node
+// DaemonSet pods on each node: what every node runs because it is a node (csi-fake as the node
+// plugin of the CSI driver and of the ephemeral driver), unlike a Deployment's pods (CoreDNS, the CSI controller), which run on some node
 // of any cluster. runc puts a container in the cgroup <cri-fake's --cgroup-parent>/<container ID>.
 func (c *testCluster) daemonSetPIDs(tb testing.TB) map[string][]int {
 	tb.Helper()
