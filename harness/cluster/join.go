@@ -71,7 +71,7 @@ func Join(o JoinOptions) (err error) {
 	if deepest := filepath.Join(o.Dir, "nodes", o.Name+"-"+nodeName(o.Nodes), "kubelet/plugins_registry", ephemeralDriver+"-reg.sock"); len(deepest) > 107 {
 		return fmt.Errorf("--dir %s is too long: the socket %s would pass the 107-byte limit of a unix socket path", o.Dir, deepest)
 	}
-	if err := checkInotifyNodes(o.Nodes, 0); err != nil {
+	if err := checkInotifyNodes(o.Nodes, 0, 0); err != nil {
 		return err
 	}
 	if o.Out == nil {

@@ -13,27 +13,68 @@ import (
 // gets none exits ("Failed to start cAdvisor" err="inotify_init: too many open files"): on an idle
 // machine with the default that is about 19 nodes, fewer than memory allows (kind's known issues
 // say the same of its nodes).
+//
+// The second cap is on watches, fs.inotify.max_user_watches (192546 here), and it grows with the
+// square of the node count: a kubelet's cAdvisor watches every directory of the cgroup hierarchies it
+// reads from each hierarchy's root (cadvisor container/raw/watcher.go), so every kubelet watches every
+// node's cgroups, not only its own. Counted on a 3-node cluster (fdinfo of each kubelet's inotify
+// instances): 228 watches a kubelet idle, 65 for each node's 13 cgroup directories in the 5
+// hierarchies cAdvisor reads, and 5 more in every kubelet for each pod (its pod cgroup); the
+// machine's own cgroups about 33. A kubelet that cannot watch at start exits ("Failed to start
+// cAdvisor" err="inotify_add_watch ...: no space left on device": a 100-node `up` at the default,
+// 2026-12-04); one that cannot watch a new pod's cgroup later logs it and goes on.
 const (
 	InotifyPerNode      = 6
 	InotifyControlPlane = 11
+
+	// WatchesPerNode is what each kubelet watches of each node's cgroups, idle; WatchesPerPod what
+	// each kubelet watches of each pod's; watchesOfTheMachine what it watches of the rest.
+	WatchesPerNode      = 65
+	WatchesPerPod       = 5
+	watchesOfTheMachine = 33
 )
 
 // InotifyFree reports how many inotify instances root may still open, and the limit; limit is 0
 // when /proc does not say.
 func InotifyFree() (free, limit int) {
-	b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_instances")
-	if err != nil {
+	limit = readSysctl("/proc/sys/fs/inotify/max_user_instances")
+	if limit == 0 {
 		return 0, 0
 	}
-	limit, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-	return limit - inotifyInUse(), limit
+	instances, _ := inotifyInUse()
+	return limit - instances, limit
+}
+
+// WatchesFree reports how many inotify watches root may still add, and the limit; limit is 0 when
+// /proc does not say.
+func WatchesFree() (free, limit int) {
+	limit = readSysctl("/proc/sys/fs/inotify/max_user_watches")
+	if limit == 0 {
+		return 0, 0
+	}
+	_, watches := inotifyInUse()
+	return limit - watches, limit
+}
+
+// WatchesNeeded estimates the inotify watches n more plugsim nodes take when idle: each of their
+// kubelets watches every node's cgroups (the others' too) and the machine's. The nodes already on
+// the machine (other clusters') are not counted; each pod adds WatchesPerPod to every kubelet.
+func WatchesNeeded(n int) int { return n * (n*WatchesPerNode + watchesOfTheMachine) }
+
+func readSysctl(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	v, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return v
 }
 
 // inotifyInUse counts the inotify instances open on the machine, from the processes' file
-// descriptors. Every process of a cluster runs as root, whose count the limit is on; other users'
-// processes are counted too, which can only make the estimate cautious.
-func inotifyInUse() int {
-	n := 0
+// descriptors, and the watches they hold (a line each in the descriptor's fdinfo). Every process of
+// a cluster runs as root, whose count the limits are on; other users' processes are counted too,
+// which can only make the estimate cautious.
+func inotifyInUse() (instances, watches int) {
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
 		if _, err := strconv.Atoi(p.Name()); err != nil {
@@ -42,28 +83,55 @@ func inotifyInUse() int {
 		dir := "/proc/" + p.Name() + "/fd/"
 		fds, _ := os.ReadDir(dir)
 		for _, fd := range fds {
-			if l, err := os.Readlink(dir + fd.Name()); err == nil && l == "anon_inode:inotify" {
-				n++
+			if l, err := os.Readlink(dir + fd.Name()); err != nil || l != "anon_inode:inotify" {
+				continue
+			}
+			instances++
+			if b, err := os.ReadFile("/proc/" + p.Name() + "/fdinfo/" + fd.Name()); err == nil {
+				for l := range strings.SplitSeq(string(b), "\n") {
+					if strings.HasPrefix(l, "inotify wd:") {
+						watches++
+					}
+				}
 			}
 		}
 	}
-	return n
+	return instances, watches
 }
 
-// checkInotify refuses a node count the free inotify instances cannot hold, before anything is
-// started: otherwise the last kubelets exit minutes into `up`, with the reason only in their logs.
-func checkInotify(nodes int) error { return checkInotifyNodes(nodes, InotifyControlPlane) }
+// checkInotify refuses a node count the free inotify instances or watches cannot hold, before
+// anything is started: otherwise the last kubelets exit minutes into `up`, with the reason only in
+// their logs. Hollow nodes (kubemark's fake cAdvisor) take instances, not watches.
+func checkInotify(nodes, hollow int) error {
+	return checkInotifyNodes(nodes, hollow, InotifyControlPlane)
+}
 
 // checkInotifyNodes is checkInotify with the instances the rest takes: a joining machine runs no
 // control plane.
-func checkInotifyNodes(nodes, rest int) error {
-	free, limit := InotifyFree()
-	if limit <= 0 {
-		return nil
-	}
-	if need := nodes*InotifyPerNode + rest; need > free {
+func checkInotifyNodes(nodes, hollow, rest int) error {
+	instFree, instLimit := InotifyFree()
+	watchFree, watchLimit := WatchesFree()
+	return inotifyShortage(nodes, hollow, rest, instFree, instLimit, watchFree, watchLimit)
+}
+
+// inotifyShortage says what the free instances and watches cannot hold (a limit of 0: unknown).
+func inotifyShortage(nodes, hollow, rest, instFree, instLimit, watchFree, watchLimit int) error {
+	if need := (nodes+hollow)*InotifyPerNode + rest; instLimit > 0 && need > instFree {
 		return fmt.Errorf("--nodes %d needs about %d inotify instances (%d a kubelet, %d for the control plane) and %d of fs.inotify.max_user_instances=%d are free: raise the limit (sysctl -w fs.inotify.max_user_instances=1024) or start fewer nodes",
-			nodes, need, InotifyPerNode, rest, free, limit)
+			nodes+hollow, need, InotifyPerNode, rest, instFree, instLimit)
+	}
+	if need := WatchesNeeded(nodes); watchLimit > 0 && need > watchFree {
+		return fmt.Errorf("--nodes %d needs about %d inotify watches (every kubelet's cAdvisor watches every node's cgroups: about %d a node, and %d more for each pod) and %d of fs.inotify.max_user_watches=%d are free: raise the limit (sysctl -w fs.inotify.max_user_watches=%d) or start fewer nodes",
+			nodes, need, WatchesPerNode, WatchesPerPod, watchFree, watchLimit, suggestWatches(need+watchLimit-watchFree))
 	}
 	return nil
+}
+
+// suggestWatches is a limit that holds need: the next power of two at least 1.5 times it.
+func suggestWatches(need int) int {
+	v := 1 << 20
+	for v < need+need/2 {
+		v <<= 1
+	}
+	return v
 }

@@ -154,6 +154,11 @@ func BenchmarkClusterScale(b *testing.B) {
 				break
 			}
 		}
+		if free, wlimit := cluster.WatchesFree(); wlimit > 0 && cluster.WatchesNeeded(n) > free {
+			b.Logf("stopping before %d nodes: they need about %d inotify watches (every kubelet watches every node's cgroups), %d of fs.inotify.max_user_watches=%d are free",
+				n, cluster.WatchesNeeded(n), free, wlimit)
+			break
+		}
 		// Memory the step would take, and a reserve of 4 GiB for the control plane, the page cache
 		// and whatever else the machine runs.
 		if avail := memAvailableMiB(); avail > 0 && float64(n)*perNodeMiB*1.25+4096 > avail {
