@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -87,6 +88,15 @@ func serveLargeNode(name, socket string) int {
 	}
 	fmt.Println("ready")
 	io.Copy(io.Discard, os.Stdin)
+	// PLUGSIM_LARGE_NODE_HEAPPROFILE=DIR writes each child's heap profile (DIR/NAME.heap) when
+	// the benchmark is done with it, loaded and listed: what its memory holds.
+	if dir := os.Getenv("PLUGSIM_LARGE_NODE_HEAPPROFILE"); dir != "" {
+		if f, err := os.Create(filepath.Join(dir, name+".heap")); err == nil {
+			runtime.GC()
+			pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
 	stop()
 	return 0
 }
