@@ -34,28 +34,6 @@ const (
 	watchesOfTheMachine = 33
 )
 
-// InotifyFree reports how many inotify instances root may still open, and the limit; limit is 0
-// when /proc does not say.
-func InotifyFree() (free, limit int) {
-	limit = readSysctl("/proc/sys/fs/inotify/max_user_instances")
-	if limit == 0 {
-		return 0, 0
-	}
-	instances, _ := inotifyInUse()
-	return limit - instances, limit
-}
-
-// WatchesFree reports how many inotify watches root may still add, and the limit; limit is 0 when
-// /proc does not say.
-func WatchesFree() (free, limit int) {
-	limit = readSysctl("/proc/sys/fs/inotify/max_user_watches")
-	if limit == 0 {
-		return 0, 0
-	}
-	_, watches := inotifyInUse()
-	return limit - watches, limit
-}
-
 // WatchesNeeded estimates the inotify watches n more plugsim nodes take when idle: each of their
 // kubelets watches every node's cgroups (the others' too) and the machine's. The nodes already on
 // the machine (other clusters') are not counted; each pod adds WatchesPerPod to every kubelet.
@@ -99,19 +77,20 @@ func inotifyInUse() (instances, watches int) {
 	return instances, watches
 }
 
-// checkInotify refuses a node count the free inotify instances or watches cannot hold, before
+// CheckInotify refuses a node count the free inotify instances or watches cannot hold, before
 // anything is started: otherwise the last kubelets exit minutes into `up`, with the reason only in
 // their logs. Hollow nodes (kubemark's fake cAdvisor) take instances, not watches.
-func checkInotify(nodes, hollow int) error {
+func CheckInotify(nodes, hollow int) error {
 	return checkInotifyNodes(nodes, hollow, InotifyControlPlane)
 }
 
-// checkInotifyNodes is checkInotify with the instances the rest takes: a joining machine runs no
+// checkInotifyNodes is CheckInotify with the instances the rest takes: a joining machine runs no
 // control plane.
 func checkInotifyNodes(nodes, hollow, rest int) error {
-	instFree, instLimit := InotifyFree()
-	watchFree, watchLimit := WatchesFree()
-	return inotifyShortage(nodes, hollow, rest, instFree, instLimit, watchFree, watchLimit)
+	instLimit := readSysctl("/proc/sys/fs/inotify/max_user_instances")
+	watchLimit := readSysctl("/proc/sys/fs/inotify/max_user_watches")
+	instances, watches := inotifyInUse()
+	return inotifyShortage(nodes, hollow, rest, instLimit-instances, instLimit, watchLimit-watches, watchLimit)
 }
 
 // inotifyShortage says what the free instances and watches cannot hold (a limit of 0: unknown).

@@ -99,7 +99,7 @@ func Up(o Options) (err error) {
 	default:
 		return fmt.Errorf("--kubelet-serving-certs %q: one of %s, %s, %s", o.KubeletServingCerts, ServingSelfSigned, ServingBootstrap, ServingClusterCA)
 	}
-	if err := checkInotify(o.Nodes, o.KubemarkNodes); err != nil {
+	if err := CheckInotify(o.Nodes, o.KubemarkNodes); err != nil {
 		return err
 	}
 	if o.Out == nil {

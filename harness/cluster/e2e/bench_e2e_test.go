@@ -141,22 +141,13 @@ func BenchmarkClusterScale(b *testing.B) {
 	// counts the binaries' text the nodes share once per node (3 idle nodes in make bench-cluster: 207 MiB
 	// RSS a node, 96 PSS, 48 anonymous).
 	perNodeMiB := 150.0
-	// The node count is capped by the free inotify instances before memory (cluster.InotifyPerNode);
-	// up would refuse a step they cannot hold; the scale stops before it.
-	_, limit := cluster.InotifyFree()
-	b.Logf("fs.inotify.max_user_instances %d", limit)
+	// The node count is capped by the free inotify instances and watches before memory
+	// (cluster.CheckInotify): up would refuse a step they cannot hold; the scale stops before it.
+	b.Logf("fs.inotify.max_user_instances %d, fs.inotify.max_user_watches %d",
+		readInt("/proc/sys/fs/inotify/max_user_instances"), readInt("/proc/sys/fs/inotify/max_user_watches"))
 	for _, n := range steps {
-		if limit > 0 {
-			if free, _ := cluster.InotifyFree(); n*cluster.InotifyPerNode+cluster.InotifyControlPlane > free {
-				need := n*cluster.InotifyPerNode + cluster.InotifyControlPlane
-				b.Logf("stopping before %d nodes: they need %d inotify instances, %d of fs.inotify.max_user_instances=%d are free (raise it: sysctl fs.inotify.max_user_instances=1024)",
-					n, need, free, limit)
-				break
-			}
-		}
-		if free, wlimit := cluster.WatchesFree(); wlimit > 0 && cluster.WatchesNeeded(n) > free {
-			b.Logf("stopping before %d nodes: they need about %d inotify watches (every kubelet watches every node's cgroups), %d of fs.inotify.max_user_watches=%d are free",
-				n, cluster.WatchesNeeded(n), free, wlimit)
+		if err := cluster.CheckInotify(n, 0); err != nil {
+			b.Logf("stopping before %d nodes: %v", n, err)
 			break
 		}
 		// Memory the step would take, and a reserve of 4 GiB for the control plane, the page cache
