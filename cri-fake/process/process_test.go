@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
 
 func TestStartErrors(t *testing.T) {
@@ -409,9 +411,11 @@ func TestTTYWithoutStdin(t *testing.T) {
 }
 
 // A sleeping process holds one goroutine, its program's: its end is watched with
-// context.AfterFunc and reported through AfterExit, so a node of 30,000 sleeping containers holds
+// context.AfterFunc and reported through AfterExit, so a node of 30,000 sleeping containers held
 // 30,000 goroutines rather than 90,000 (cri-fake/server's BenchmarkLargeNode). Killed, each still
-// reports its end, once, through Done and every AfterExit callback.
+// reports its end, once, through Done and every AfterExit callback. (A runtime now keeps such a
+// process dormant, with no goroutine, until something looks at it: Dormant, Spec.StartedAt, and
+// cri-fake/runtime's TestDormantContainerHoldsNoProcess.)
 func TestSleepingProcessHoldsOneGoroutine(t *testing.T) {
 	const n = 50
 	// Counted from every goroutine's stack: those running sleep, and those the simulation
@@ -477,5 +481,71 @@ func TestSleepingProcessHoldsOneGoroutine(t *testing.T) {
 	case <-done:
 	case <-time.After(hangBound):
 		t.Fatal("AfterExit on an ended process never ran")
+	}
+}
+
+// A dormant process woken up (Spec.StartedAt in the past) is the process it would have been:
+// its start time is then, and sleep waits only for the rest; Dormant says which programs may be
+// kept so and what a signal does to them.
+func TestWokenDormantProcess(t *testing.T) {
+	since := time.Now().Add(-time.Hour).Truncate(time.Second)
+	p := startProc(t, Spec{Args: []string{"sleep", "1800"}, StartedAt: since})
+	select {
+	case <-p.Done():
+	case <-time.After(hangBound):
+		t.Fatal("sleep 1800 started an hour ago did not end at once")
+	}
+	if code, _ := p.ExitCode(); code != 0 || !p.StartedAt().Equal(since) {
+		t.Fatalf("woken sleep 1800: exit %d, started %v, want 0 and %v", code, p.StartedAt(), since)
+	}
+	q := startProc(t, Spec{Args: []string{"sleep", "7200"}, StartedAt: since})
+	if ps := q.Processes(); len(ps) != 1 || !ps[0].Started.Equal(since) {
+		t.Fatalf("woken sleep 7200: process table %+v, want one started at %v", ps, since)
+	}
+	// An exec in it is a new program: its sleep waits for all of its own time (at least: a
+	// lower bound, which a slow machine cannot break).
+	start := time.Now()
+	out, _, code, err := q.ExecSync(context.Background(), []string{"sh", "-c", "sleep 1; echo slept"}, 0)
+	if err != nil || code != 0 || string(out) != "slept\n" || time.Since(start) < time.Second {
+		t.Fatalf("exec in a woken process: %q %d %v after %v, want its sleep 1 to take a second", out, code, err, time.Since(start))
+	}
+	q.Signal(syscall.SIGKILL)
+	q.Wait()
+
+	fsys := newFS(t, FSConfig{})
+	look := func(args ...string) (Dormancy, bool) {
+		exe, err := LookupExecutable(fsys, args, nil, "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Dormant(exe, args, nil, 0)
+	}
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+		d    time.Duration
+	}{
+		{[]string{"sleep", "3600"}, true, time.Hour},
+		{[]string{"sleep", "infinity"}, true, Forever},
+		{[]string{"/bin/sleep", "1", "2m"}, true, 121 * time.Second},
+		{[]string{"sleep"}, false, 0},        // its usage error
+		{[]string{"sleep", "nan"}, false, 0}, // invalid number
+		{[]string{"sh", "-c", "sleep 1"}, false, 0},
+		{[]string{"cat"}, false, 0},
+	} {
+		d, ok := look(tc.args...)
+		if ok != tc.ok || d.For != tc.d {
+			t.Errorf("Dormant(%q) = %v %v, want %v %v", tc.args, d.For, ok, tc.ok, tc.d)
+		}
+	}
+	d, _ := look("sleep", "3600")
+	if code, _, ends := d.Signalled(syscall.SIGTERM); !ends || code != 143 {
+		t.Errorf("TERM to a dormant sleep: %d %v, want 143", code, ends)
+	}
+	if _, _, ends := d.Signalled(syscall.SIGUSR1); ends {
+		t.Error("USR1 to a dormant sleep ends it without starting it")
+	}
+	if _, ok := Dormant(vfs.Executable{Applet: "sleep"}, []string{"sleep", "1"}, nil, 1<<20); ok {
+		t.Error("a sleep under a 1 MiB memory limit is dormant: its OOM kill at start would be lost")
 	}
 }

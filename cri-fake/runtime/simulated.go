@@ -16,6 +16,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/plugsim/plugsim/cri-fake/process"
+	"github.com/plugsim/plugsim/cri-fake/process/containerio"
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
+	"github.com/plugsim/plugsim/cri-fake/runtime/execlookup"
 	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
@@ -27,7 +30,8 @@ import (
 // The image content is built once per image and shared; a container's process spec (with its
 // file system view) is built once, at CreateContainer when that can fail (Validate keeps it for
 // Start), else when the process starts. What a container costs beyond that is kept down by three
-// types, each saying what it buys: lookupCache, delayedStarts and lazyLog.
+// types, each saying what it buys: execlookup.Cache, delayedStarts and
+// containerio.LazyLog.
 //
 // The lock order is Simulated.mu, then simPod.mu; simTask.mu and the three types' locks are
 // never held with either.
@@ -43,7 +47,7 @@ type Simulated struct {
 	SpecHook func(containerID string, spec *process.Spec)
 
 	starts  delayedStarts
-	lookups lookupCache
+	lookups execlookup.Cache
 
 	mu         sync.Mutex
 	layers     map[string]*process.Layer
@@ -193,7 +197,7 @@ func (l *Simulated) hostDNSConfig() *runtimeapi.DNSConfig {
 // Validate builds the container's process spec at CreateContainer when that can fail
 // (containerd reports an unknown user or a missing host path there) and keeps it for Start.
 func (l *Simulated) Validate(ts task.Spec) error {
-	if _, quick := quickLookup(ts); quick {
+	if _, quick := execlookup.Quick(ts); quick {
 		return nil
 	}
 	spec, err := l.processSpec(ts)
@@ -346,19 +350,20 @@ func (l *Simulated) DialPort(ctx context.Context, sandboxID, netns string, realN
 // real runtime takes tens of milliseconds to start a container too — or at once when anything
 // needs it first (exec, attach, stats, a signal other than TERM/KILL; see simTask.Kill).
 func (l *Simulated) Start(ctx context.Context, ts task.Spec) (task.Task, error) {
-	procSpec, err := l.startable(ts)
+	procSpec, exe, err := l.startable(ts)
 	if err != nil {
 		return nil, err
 	}
 	t := &simTask{
 		sim: l, spec: ts, procSpec: procSpec, unstarted: true,
-		logs:      lazyLog{path: ts.LogPath, logf: l.logf},
+		logs:      containerio.LazyLog{Path: ts.LogPath, Logf: l.logf},
 		stdinOnce: ts.Config.GetStdinOnce(),
 		ready:     make(chan struct{}),
 		done:      make(chan struct{}),
 		res:       resources(ts),
 	}
-	t.logs.openIfDirExists()
+	t.doze.how, t.doze.may = l.dormancy(ts, procSpec, exe)
+	t.logs.OpenIfDirExists()
 	if l.StartLatency <= 0 {
 		if err := t.materialise(); err != nil {
 			return nil, startError(err)
@@ -370,48 +375,52 @@ func (l *Simulated) Start(ctx context.Context, ts task.Spec) (task.Task, error) 
 }
 
 // startable tells whether the container's command can start, and returns its process spec when
-// telling needed it built (nil: the task builds it when its process starts).
-func (l *Simulated) startable(ts task.Spec) (*process.Spec, error) {
+// telling needed it built (nil: the task builds it when its process starts) and what the
+// command resolves to.
+func (l *Simulated) startable(ts task.Spec) (*process.Spec, vfs.Executable, error) {
+	var exe vfs.Executable
 	l.mu.Lock()
 	spec, built := l.specs[ts.ContainerID]
 	delete(l.specs, ts.ContainerID)
 	l.mu.Unlock()
-	key, quick := quickLookup(ts)
+	key, quick := execlookup.Quick(ts)
 	if !built && !quick {
 		// Restored after a cri-fake restart, or a launcher used without Validate.
 		var err error
 		if spec, err = l.processSpec(ts); err != nil {
-			return nil, err
+			return nil, vfs.Executable{}, err
 		}
 		built = true
 	}
 	if built {
 		if spec.Refused != nil {
-			return nil, startError(spec.Refused)
+			return nil, vfs.Executable{}, startError(spec.Refused)
 		}
-		if err := process.Lookup(spec.FS, spec.Args, spec.Env, spec.WorkingDir); err != nil {
-			return nil, startError(err)
+		var err error
+		if exe, err = process.LookupExecutable(spec.FS, spec.Args, spec.Env, spec.WorkingDir); err != nil {
+			return nil, vfs.Executable{}, startError(err)
 		}
 	} else {
-		lookErr, known := l.lookups.get(key)
+		look, known := l.lookups.Get(key)
 		if !known {
 			var err error
 			if spec, err = l.processSpec(ts); err != nil {
-				return nil, err
+				return nil, vfs.Executable{}, err
 			}
 			built = true
-			lookErr = process.Lookup(spec.FS, spec.Args, spec.Env, spec.WorkingDir)
-			l.lookups.put(key, lookErr)
+			look.Exe, look.Err = process.LookupExecutable(spec.FS, spec.Args, spec.Env, spec.WorkingDir)
+			l.lookups.Put(key, look)
 		}
-		if lookErr != nil {
-			return nil, startError(lookErr)
+		if look.Err != nil {
+			return nil, vfs.Executable{}, startError(look.Err)
 		}
+		exe = look.Exe
 	}
 	if !built {
-		return nil, nil
+		return nil, exe, nil
 	}
 	own := spec // a copy of its own, so that spec stays off the heap when not built
-	return &own, nil
+	return &own, exe, nil
 }
 
 // startError words a start failure as containerd reports it from StartContainer.

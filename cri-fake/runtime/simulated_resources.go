@@ -43,6 +43,13 @@ func (t *simTask) applyResources(spec *process.Spec) {
 // processes from the current period on, and the container's cgroup files show the new figures.
 func (t *simTask) Update(r *runtimeapi.LinuxContainerResources) {
 	t.mu.Lock()
+	if t.doze.on {
+		// A dormant process is started to take them: its OOM killer decides as before.
+		t.res = r
+		t.mu.Unlock()
+		t.materialise()
+		return
+	}
 	defer t.mu.Unlock()
 	t.res = r
 	switch {

@@ -59,6 +59,6 @@ func (q *delayedStarts) run() {
 		q.pending[0] = nil
 		q.pending = q.pending[1:]
 		q.mu.Unlock()
-		next.materialise() // at once when it was stopped or used meanwhile
+		next.due() // at once when it was stopped or used meanwhile
 	}
 }

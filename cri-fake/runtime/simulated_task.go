@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/plugsim/plugsim/cri-fake/process"
+	"github.com/plugsim/plugsim/cri-fake/process/containerio"
 	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
@@ -25,13 +26,14 @@ type simTask struct {
 	spec      task.Spec
 	procSpec  *process.Spec        // built by Start, or nil: begin builds it
 	cio       *process.ContainerIO // made when the process starts
-	logs      lazyLog
+	logs      containerio.LazyLog
 	stdinOnce bool
 
 	mu        sync.Mutex
 	unstarted bool        // begin is still to be called (false once started or abandoned)
 	startAt   time.Time   // when delayedStarts starts it
 	settled   atomic.Bool // unstarted was taken (started or abandoned): delayedStarts skips it
+	doze      dozing      // a process that only waits, kept dormant (simulated_dormant.go; under mu)
 
 	ready           chan struct{}    // proc or startErr is set (proc stays nil for a task killed before it ran)
 	proc            *process.Process // the main process
@@ -59,7 +61,7 @@ func (t *simTask) run(spec process.Spec) error {
 	t.mu.Unlock()
 	p.AfterExit(func() {
 		t.cio.Close()  // ends attach sessions, flushes their last line
-		t.logs.close() // flushes a last line without newline as a P record
+		t.logs.Close() // flushes a last line without newline as a P record
 		code, _ := p.ExitCode()
 		t.exit = task.Exit{Code: int32(code), At: p.FinishedAt(), Reason: exitReason(p)}
 		t.closeDone()
@@ -70,7 +72,7 @@ func (t *simTask) run(spec process.Spec) error {
 // begin starts the process: it builds the process spec when Start did not need to, and wires
 // the process to the pod (network, PID namespace) and to the log and attach sessions. A panic
 // on the way (a defect of cri-fake, met with this container's config) fails this start only.
-func (t *simTask) begin() (err error) {
+func (t *simTask) begin(since time.Time) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			t.sim.logf("container %s: starting its process crashed on a defect of cri-fake: %v\n%s", t.spec.ContainerID, r, debug.Stack())
@@ -108,10 +110,11 @@ func (t *simTask) begin() (err error) {
 	cio := process.NewContainerIO(nil, ts.Config.GetStdin(), ts.Config.GetTty())
 	t.cio = cio // before ready is closed, which publishes it
 	spec.Stdin = cio.Stdin()
-	spec.Stdout = tee{cio.Stdout(), t.logs.stream(process.Stdout)}
-	spec.Stderr = tee{cio.Stderr(), t.logs.stream(process.Stderr)}
+	spec.Stdout = tee{cio.Stdout(), t.logs.Stream(process.Stdout)}
+	spec.Stderr = tee{cio.Stderr(), t.logs.Stream(process.Stderr)}
 	// A defect of the simulation ends only the process it hit (exit 139), reported here.
 	spec.Logf = sim.Logf
+	spec.StartedAt = since // a dormant process woken up runs as if it had since then
 	if sim.SpecHook != nil {
 		sim.SpecHook(ts.ContainerID, &spec)
 	}
@@ -125,12 +128,13 @@ func (t *simTask) materialise() error {
 	unstarted := t.unstarted
 	t.unstarted = false
 	t.settled.Store(true)
+	since := t.wakeLocked()
 	t.mu.Unlock()
 	if !unstarted {
 		<-t.ready
 		return t.startErr
 	}
-	if err := t.begin(); err != nil {
+	if err := t.begin(since); err != nil {
 		t.end(task.Exit{Code: 128, Reason: "StartError", Message: startError(err).Error(), At: time.Now()})
 		t.startErr = err
 		close(t.ready)
@@ -145,7 +149,7 @@ func (t *simTask) end(e task.Exit) {
 	if t.cio != nil {
 		t.cio.Close()
 	}
-	t.logs.close()
+	t.logs.Close()
 	t.exit = e
 	t.closeDone()
 }
@@ -167,11 +171,15 @@ func (t *simTask) closeDone() {
 
 // Kill signals the main process. A task stopped with TERM or KILL before its process started
 // ends as a process killed before its command ran (128+signal), without its simulation being
-// built; any other signal starts the process first.
+// built, and a dormant one as its program would (process.Dormancy.Signalled); any other signal
+// starts the process first.
 func (t *simTask) Kill(sig syscall.Signal) error {
+	if t.killDormant(sig) {
+		return nil
+	}
 	if sig == syscall.SIGTERM || sig == syscall.SIGKILL {
 		t.mu.Lock()
-		if t.unstarted {
+		if t.unstarted && !t.doze.on {
 			t.unstarted = false
 			t.settled.Store(true)
 			t.mu.Unlock()
@@ -196,7 +204,7 @@ func (t *simTask) Done() <-chan struct{} { return t.done }
 
 func (t *simTask) Exit() task.Exit { return t.exit }
 
-func (t *simTask) ReopenLog() error { return t.logs.reopen() }
+func (t *simTask) ReopenLog() error { return t.logs.Reopen() }
 
 // crashedExec turns a panic met while an exec was being set up in the caller's goroutine (the
 // command itself runs in the process's own goroutines, which end it with 139 themselves) into

@@ -47,6 +47,27 @@ func parseSleep(a string) (time.Duration, bool) {
 	return time.Duration(f * float64(unit)), true
 }
 
+// SleepDuration is how long `sleep ARGS...` (args[0] is the program) waits, as appletSleep
+// reads its operands; false when it would fail with its usage or an invalid number.
+func SleepDuration(args []string) (time.Duration, bool) {
+	if len(args) < 2 {
+		return 0, false
+	}
+	var total time.Duration
+	for _, a := range args[1:] {
+		d, ok := parseSleep(a)
+		if !ok {
+			return 0, false
+		}
+		if total+d < total {
+			total = time.Duration(math.MaxInt64)
+		} else {
+			total += d
+		}
+	}
+	return total, true
+}
+
 // appletSleep sleeps until the time is up or the process is signalled
 // (the signal's action decides the exit status).
 func appletSleep(p *kernel.Proc) int {
@@ -67,7 +88,8 @@ func appletSleep(p *kernel.Proc) int {
 			total += d
 		}
 	}
-	return wait(p, total)
+	// A dormant sleep woken up late (kernel.Spec.StartedAt) waits only for the rest.
+	return wait(p, max(total-p.Elapsed(), 0))
 }
 
 // wait blocks for d or until the process ends.

@@ -10,6 +10,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/plugsim/plugsim/cri-fake/process/sched"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
@@ -34,7 +35,15 @@ type Proc struct {
 	// it, closed when it ends.
 	Next      *Proc
 	Inherited []io.Closer
+	// elapsed is how long the program had already run when the simulation began running it: a
+	// dormant main process woken up late (Spec.StartedAt); 0 otherwise.
+	elapsed time.Duration
 }
+
+// Elapsed is how long this program had already run before the simulation began running it
+// (a dormant main process, Spec.StartedAt), which a program that only waits (sleep) counts as
+// waited; 0 for every other program.
+func (p *Proc) Elapsed() time.Duration { return p.elapsed }
 
 // io3 is a process's standard input, output and error.
 type Stdio struct {

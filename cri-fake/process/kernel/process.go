@@ -142,6 +142,12 @@ type Spec struct {
 	// the container's processes (a panic, turned into that process's exit with code 139); nil
 	// means the standard logger.
 	Logf func(format string, args ...any)
+	// StartedAt, when set and past, is when the main process started: a runtime that kept a
+	// dormant process (Dormant: one that only waits) without simulating it, until something
+	// looked at it, starts it as if it had run since then. Its process table entry, StartedAt and
+	// CPU time count from it, and its program's Proc.Elapsed is the time already run (sleep waits
+	// only for the rest).
+	StartedAt time.Time
 }
 
 // ExecSpec is a command run in a running container (ExecSync, Exec): same
@@ -287,6 +293,9 @@ func StartWith(ctx context.Context, spec Spec, applets *AppletSet) (*Process, er
 	}
 	env := withDefaultEnv(spec.Env, spec.Hostname, spec.Identity)
 	now := time.Now()
+	if spec.StartedAt.Before(now) && !spec.StartedAt.IsZero() {
+		now = spec.StartedAt
+	}
 	c := &container{fs: spec.FS, spec: spec, hostname: spec.Hostname, pidns: spec.PIDNamespace, cpuAt: now, statsAt: now, applets: applets}
 	if c.pidns == nil {
 		c.pidns = NewPIDNamespace()
@@ -320,15 +329,20 @@ func StartWith(ctx context.Context, spec Spec, applets *AppletSet) (*Process, er
 // Lookup reports whether args[0] can be run in fsys with env's PATH, returning
 // the same *ExecError Start would. A runtime can call it at CreateContainer.
 func Lookup(fsys *vfs.FS, args, env []string, workingDir string) error {
+	_, err := LookupExecutable(fsys, args, env, workingDir)
+	return err
+}
+
+// LookupExecutable is Lookup, with what args[0] resolves to (an applet, or a script).
+func LookupExecutable(fsys *vfs.FS, args, env []string, workingDir string) (vfs.Executable, error) {
 	if len(args) == 0 {
-		return errors.New("no command specified")
+		return vfs.Executable{}, errors.New("no command specified")
 	}
 	c := &container{fs: fsys}
 	if workingDir == "" {
 		workingDir = "/"
 	}
-	_, err := c.lookPath(args[0], withDefaultEnv(env, "", Identity{}), workingDir)
-	return err
+	return c.lookPath(args[0], withDefaultEnv(env, "", Identity{}), workingDir)
 }
 
 func withDefaultEnv(env []string, hostname string, id Identity) []string {
@@ -440,7 +454,11 @@ func (g *gate) close() {
 }
 
 func (c *container) run(exe vfs.Executable, args, env []string, wd string, stdin io.Reader, stdout, stderr io.Writer, tty, main bool) (*Process, error) {
-	p := &Process{c: c, done: make(chan struct{}), startedAt: time.Now()}
+	start := time.Now()
+	if main && c.spec.StartedAt.Before(start) && !c.spec.StartedAt.IsZero() {
+		start = c.spec.StartedAt // a dormant process woken up (Spec.StartedAt)
+	}
+	p := &Process{c: c, done: make(chan struct{}), startedAt: start}
 	out, errw := &gate{w: stdout}, &gate{w: stderr}
 	p.gates = []*gate{out, errw}
 	var in io.Reader = stdin
@@ -468,12 +486,17 @@ func (c *container) run(exe vfs.Executable, args, env []string, wd string, stdin
 		return nil, err
 	}
 	p.t = t
+	if main {
+		c.pidns.mu.Lock()
+		t.started = start
+		c.pidns.mu.Unlock()
+	}
 	t.chargeImage(args, env)
 	if ttyIn != nil {
 		ttyIn.Interrupt = func() { t.signal(syscall.SIGINT) }
 		ttyIn.Start()
 	}
-	pr := &Proc{t: t, c: c, th: c.cpu.NewThread(), Args: args, Env: env, Dir: wd, Stdin: in, Stdout: sout, Stderr: serr, TTY: tty, Exe: exe}
+	pr := &Proc{t: t, c: c, th: c.cpu.NewThread(), Args: args, Env: env, Dir: wd, Stdin: in, Stdout: sout, Stderr: serr, TTY: tty, Exe: exe, elapsed: time.Since(start)}
 	// The process ends when its program returns or when its context ends (a kill, or pid 1 of
 	// its namespace ending), whichever comes first, even if the program does not notice the
 	// context. The context is watched with context.AfterFunc rather than by a goroutine per

@@ -82,8 +82,8 @@ func Copy(p *kernel.Proc, w io.Writer, r io.Reader) (int64, error) {
 func Pause(p *kernel.Proc) int {
 	done := make(chan int, 1)
 	p.SetSignalHandler(func(sig syscall.Signal) bool {
-		if sig == syscall.SIGINT || sig == syscall.SIGTERM {
-			fmt.Fprintf(p.Stderr, "Shutting down, got signal: %s\n", sigDescription(sig))
+		if line, ok := PauseHandles(sig); ok {
+			fmt.Fprint(p.Stderr, line)
 			select {
 			case done <- 0:
 			default:
@@ -100,6 +100,15 @@ func Pause(p *kernel.Proc) int {
 		code, _ := kernel.ExitCause(p.Ctx())
 		return code
 	}
+}
+
+// PauseHandles tells whether pause's handler takes sig (INT and TERM, on which it exits 0), and
+// the line it prints on stderr then.
+func PauseHandles(sig syscall.Signal) (line string, ok bool) {
+	if sig != syscall.SIGINT && sig != syscall.SIGTERM {
+		return "", false
+	}
+	return "Shutting down, got signal: " + sigDescription(sig) + "\n", true
 }
 
 func sigDescription(sig syscall.Signal) string {

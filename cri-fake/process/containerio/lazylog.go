@@ -1,49 +1,50 @@
-package runtime
+package containerio
 
 import (
 	"fmt"
 	"io"
 	"sync"
-
-	"github.com/plugsim/plugsim/cri-fake/process"
 )
 
-// lazyLog is a container's CRI log file. containerd opens it at StartContainer, so a client can
-// open it as soon as the call returns (critest does); the kubelet and critest create the log
-// directory before CreateContainer. lazyLog opens the file at StartContainer when the directory
+// LazyLog is a container's CRI log file as a runtime keeps it (cri-fake/runtime's simulated
+// tasks): Path is the log_path, Logf (optional) reports a file that cannot be written.
+// containerd opens it at StartContainer, so a client can open it as soon as the call returns (critest does); the kubelet and critest create the log
+// directory before CreateContainer. LazyLog opens the file at StartContainer when the directory
 // exists (one open tells), and otherwise makes the directories and the file at the first output
 // or at ReopenContainerLog. What it buys: StartContainer makes one system call for the log
 // instead of a stat, a mkdir-all and an open, and a silent container whose log directory nobody
 // made costs no file (making two directories and a file costs more than the runtime's
 // bookkeeping for a whole pod lifecycle: BenchmarkPodLifecycle in cri-fake/server, whose pods'
 // log directories are never made).
-type lazyLog struct {
-	path string
-	logf func(string, ...any)
+type LazyLog struct {
+	Path string
+	Logf func(string, ...any)
 
 	mu      sync.Mutex
-	w       *process.LogWriter
+	w       *LogWriter
 	streams map[string]io.WriteCloser
 	failed  bool
 	closed  bool
 }
 
-// openIfDirExists opens the log file at StartContainer when its directory exists.
-func (l *lazyLog) openIfDirExists() {
-	if l.path == "" {
+// OpenIfDirExists opens the log file at StartContainer when its directory exists.
+func (l *LazyLog) OpenIfDirExists() {
+	if l.Path == "" {
 		return
 	}
-	if w, err := process.OpenLogWriter(l.path); err == nil {
+	if w, err := OpenLogWriter(l.Path); err == nil {
 		l.w = w
 	}
 }
 
-func (l *lazyLog) openLocked() *process.LogWriter {
-	if l.w == nil && !l.failed && !l.closed && l.path != "" {
-		w, err := process.NewLogWriter(l.path)
+func (l *LazyLog) openLocked() *LogWriter {
+	if l.w == nil && !l.failed && !l.closed && l.Path != "" {
+		w, err := NewLogWriter(l.Path)
 		if err != nil {
 			l.failed = true // like a full disk: the output is lost, the process goes on
-			l.logf("container log %s: %v", l.path, err)
+			if l.Logf != nil {
+				l.Logf("container log %s: %v", l.Path, err)
+			}
 			return nil
 		}
 		l.w = w
@@ -51,14 +52,14 @@ func (l *lazyLog) openLocked() *process.LogWriter {
 	return l.w
 }
 
-func (l *lazyLog) stream(name string) io.Writer { return logStream{l, name} }
+func (l *LazyLog) Stream(name string) io.Writer { return lazyStream{l, name} }
 
-type logStream struct {
-	l    *lazyLog
+type lazyStream struct {
+	l    *LazyLog
 	name string
 }
 
-func (s logStream) Write(p []byte) (int, error) {
+func (s lazyStream) Write(p []byte) (int, error) {
 	l := s.l
 	l.mu.Lock()
 	w := l.openLocked()
@@ -79,25 +80,25 @@ func (s logStream) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// reopen starts a new file at the log path (ReopenContainerLog after the kubelet's rotation),
+// Reopen starts a new file at the log path (ReopenContainerLog after the kubelet's rotation),
 // creating it if the process has not written yet.
-func (l *lazyLog) reopen() error {
+func (l *LazyLog) Reopen() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.path == "" {
+	if l.Path == "" {
 		return nil
 	}
 	if l.w == nil {
 		l.failed = false
 		if l.openLocked() == nil {
-			return fmt.Errorf("open %s", l.path)
+			return fmt.Errorf("open %s", l.Path)
 		}
 		return nil
 	}
 	return l.w.Reopen()
 }
 
-func (l *lazyLog) close() {
+func (l *LazyLog) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range l.streams {

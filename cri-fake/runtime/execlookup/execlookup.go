@@ -1,4 +1,6 @@
-package runtime
+// Package execlookup decides whether a simulated container's command exists without building the
+// container's file system view, for cri-fake/runtime's Simulated launcher.
+package execlookup
 
 import (
 	"strconv"
@@ -6,43 +8,50 @@ import (
 	"sync"
 
 	"github.com/plugsim/plugsim/cri-fake/process"
+	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
-// lookupCache remembers whether a container's command exists, for the containers whose answer
-// depends only on the image, the command, PATH and the working directory (quickLookup). What it
+// Cache remembers whether a container's command exists, for the containers whose answer
+// depends only on the image, the command, PATH and the working directory (Quick). What it
 // buys: StartContainer decides "executable file not found" without building the container's file
 // system view, and a container stopped before its process starts never builds one
 // (BenchmarkProcessSimulationCost in cri-fake/server, simulated against until-stopped).
-type lookupCache struct {
+type Cache struct {
 	mu sync.Mutex
-	m  map[lookupKey]error
+	m  map[Key]Result
 }
 
-// lookupKey is what the result of an executable lookup depends on when quickLookup says so.
-type lookupKey struct{ image, exe, path, workDir string }
+// Result is what the command resolved to, or why it could not.
+type Result struct {
+	Exe vfs.Executable
+	Err error
+}
 
-func (c *lookupCache) get(key lookupKey) (err error, known bool) {
+// Key is what the result of an executable lookup depends on when Quick says so.
+type Key struct{ image, exe, path, workDir string }
+
+func (c *Cache) Get(key Key) (r Result, known bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	err, known = c.m[key]
-	return err, known
+	r, known = c.m[key]
+	return r, known
 }
 
-func (c *lookupCache) put(key lookupKey, err error) {
+func (c *Cache) Put(key Key, r Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = map[lookupKey]error{}
+		c.m = map[Key]Result{}
 	}
-	c.m[key] = err
+	c.m[key] = r
 }
 
-// quickLookup tells whether building a container's process spec can fail: only a user name to
+// Quick tells whether building a container's process spec can fail: only a user name to
 // look up, a host path to find, a catalog behaviour or a localhost seccomp profile to parse can. When none is there (ok),
 // the file system view is built only when the process really starts, and whether the command
 // exists depends only on what key holds.
-func quickLookup(spec task.Spec) (key lookupKey, ok bool) {
+func Quick(spec task.Spec) (key Key, ok bool) {
 	c := spec.Image.Config
 	if c == nil || len(c.Behavior) > 0 || len(spec.Config.GetMounts()) > 0 ||
 		spec.Config.GetLinux().GetSecurityContext().GetRunAsUsername() != "" ||
@@ -62,7 +71,7 @@ func quickLookup(spec task.Spec) (key lookupKey, ok bool) {
 	if !ok {
 		return key, false
 	}
-	key = lookupKey{image: spec.Image.ID, exe: exe, workDir: spec.Config.GetWorkingDir()}
+	key = Key{image: spec.Image.ID, exe: exe, workDir: spec.Config.GetWorkingDir()}
 	for _, e := range c.Env {
 		if v, ok := strings.CutPrefix(e, "PATH="); ok {
 			key.path = v
