@@ -194,7 +194,7 @@ func (c *call) bounded(req, resp measured) (ev Event, pending int64) {
 		case m.cut || m.size <= MaxPayload:
 			cut += m.size - m.kept
 			pending += m.kept
-			return func() json.RawMessage { return RenderProto(m.msg) }
+			return func() json.RawMessage { return RenderProto(m.message()) }
 		case m.size <= hugeMessage:
 			e := Event{Response: RenderProto(m.msg)}
 			e.Truncate(MaxPayload)

@@ -16,6 +16,11 @@ import (
 // holding copies of the list's first elements, rendered when the trace is read; the rest is
 // counted in Event.Truncated, estimated from a sample of the elements left out. gRPC still sizes
 // and encodes the whole answer once to send it.
+//
+// The prefix is kept in its wire encoding and decoded when the trace is read: as Go messages the
+// prefixes of a relist's two answers took about 1 MB of heap each (a container's labels and
+// annotations are maps), four times their wire bytes, and cri-fake's ring held 42 of them, a
+// quarter of the heap of a node of 30,000 containers (cri-fake/server's BenchmarkLargeNode).
 
 const (
 	// longList is the list length from which a message is measured as described above.
@@ -31,10 +36,23 @@ const (
 
 // measured is a message as the trace will keep it.
 type measured struct {
-	msg  proto.Message // the message, or a copy holding the first elements of its long lists
+	msg  proto.Message // the message, or (cut) an empty one of its type
+	wire []byte        // cut: the wire encoding of the prefix (see message)
 	size int64         // about the wire bytes of the whole message (exact unless cut)
 	kept int64         // about the wire bytes of msg
 	cut  bool          // msg is a prefix of the message
+}
+
+// message is the message as kept: for a cut one, its prefix decoded from the wire.
+func (m measured) message() proto.Message {
+	if m.wire == nil {
+		return m.msg
+	}
+	p := m.msg.ProtoReflect().New().Interface()
+	if proto.Unmarshal(m.wire, p) != nil {
+		return nil
+	}
+	return p
 }
 
 // measure sizes m for the trace. A message without a top-level list longer than longList is
@@ -114,15 +132,20 @@ func measure(m proto.Message) measured {
 			p.Set(fd, v) // at most MaxPayload (above)
 			return true
 		}
-		// The kept elements are copies: a handler may allocate a listing's elements together
-		// (cri-fake's list handlers do), and keeping a pointer into that array would keep all of it.
 		l, pl := v.List(), p.Mutable(fd).List()
 		for k := range keep[i] {
-			pl.Append(protoreflect.ValueOfMessage(proto.Clone(l.Get(k).Message().Interface()).ProtoReflect()))
+			pl.Append(l.Get(k))
 		}
 		return true
 	})
-	return measured{msg: p.Interface(), size: size, kept: kept, cut: true}
+	// Kept encoded: nothing of the handler's messages stays referenced (a handler may allocate a
+	// listing's elements together, as cri-fake's list handlers do, and a pointer into that array
+	// would keep all of it), and the bytes are a quarter of the messages' heap.
+	wire, err := proto.Marshal(p.Interface())
+	if err != nil {
+		return measured{msg: proto.Clone(p.Interface()), size: size, kept: kept, cut: true}
+	}
+	return measured{msg: pm.New().Interface(), wire: wire, size: size, kept: kept, cut: true}
 }
 
 // elemSize is the wire size of one element of a repeated message field: its tag, its length and
