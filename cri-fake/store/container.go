@@ -267,12 +267,7 @@ func (s *ContainerStore) Get(idOrPrefix string) (*Container, error) { return s.i
 // Delete removes a container and frees its name.
 func (s *ContainerStore) Delete(c *Container) {
 	s.idx.mu.Lock()
-	if m := s.idx.byPod[sandboxKey(c.SandboxID)]; m != nil {
-		delete(m, c.ID)
-		if len(m) == 0 {
-			delete(s.idx.byPod, sandboxKey(c.SandboxID))
-		}
-	}
+	s.idx.unindexLocked(sandboxKey(c.SandboxID), c.ID)
 	s.idx.mu.Unlock()
 	s.idx.remove(c.ID, c.Config.GetLabels()[PodUIDLabel])
 	s.idx.release(c.Name)
