@@ -19,7 +19,9 @@ import (
 // 30,000 sleeping containers holds 30,000 timers rather than 30,000 simulated processes with a
 // goroutine each (cri-fake/server's BenchmarkLargeNode; TestDormantContainerHoldsNoProcess).
 //
-// What wakes it: an exec, attach, a stats call, UpdateContainerResources, a signal other than
+// A stats call is answered from the model without starting it (process.Dormancy.Usage): the
+// kubelet's CRI stats provider lists every container's stats every few seconds.
+// What wakes it: an exec, attach, UpdateContainerResources, a signal other than
 // one that ends it (KILL, TERM, INT: process.Dormancy.Signalled, which ends it as its program
 // would, without simulating it) — all through materialise.
 
@@ -30,6 +32,31 @@ type dozing struct {
 	on    bool             // it is dormant now: unstarted stays true, materialise wakes it
 	since time.Time        // when it started
 	end   *time.Timer      // ends a finite sleep (nil: waits until signalled)
+	// the previous Usage's CPU time and when it was taken (its rate, as the kernel's Stats)
+	statsCPU time.Duration
+	statsAt  time.Time
+}
+
+// dormantUsage answers Usage for a dormant task without starting it (process.Dormancy.Usage);
+// false when the task is not dormant.
+func (t *simTask) dormantUsage() (task.Usage, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.doze.on {
+		return task.Usage{}, false
+	}
+	now := time.Now()
+	mem, cpu := t.doze.how.Usage(t.doze.since, now)
+	at := t.doze.statsAt
+	if at.IsZero() {
+		at = t.doze.since
+	}
+	var rate uint64
+	if el := now.Sub(at); el > 0 && cpu >= t.doze.statsCPU {
+		rate = uint64(float64(cpu-t.doze.statsCPU) / el.Seconds())
+	}
+	t.doze.statsCPU, t.doze.statsAt = cpu, now
+	return task.Usage{MemoryBytes: mem, CPUNanos: uint64(cpu), CPUNanoCores: rate}, true
 }
 
 // dormancy tells whether a container's main process may be kept dormant: its program only waits

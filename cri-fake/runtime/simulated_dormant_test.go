@@ -44,8 +44,8 @@ func processGoroutines() int {
 
 // A container whose program only waits (sleep, pause) is dormant once its start is due: no
 // goroutine, no process, no file system view, no attach fan-out, until something looks at it.
-// Then it is a process as if it had run all along (exec sees it in ps, started when the
-// container did), and a dormant sleep ends at its end with 0, a TERM ends it with 143 and a
+// Its stats are the model's, without starting it. Then it is a process as if it had run all
+// along (exec sees it in ps, started when the container did, with the same figures), and a dormant sleep ends at its end with 0, a TERM ends it with 143 and a
 // dormant pause gets its TERM from its handler, without any of them having been simulated.
 // A node of 30,000 of them (cri-fake/server's BenchmarkLargeNode) held one goroutine and about
 // 8 KB of simulation each before.
@@ -95,8 +95,23 @@ func TestDormantContainerHoldsNoProcess(t *testing.T) {
 		}
 	}
 
-	// Looked at, it is a process that has run since its start.
+	// Its stats are the model's without starting it (the kubelet's CRI stats provider lists
+	// them every few seconds), and they are the figures the started process then reports.
+	stats := func(id string) *runtimeapi.ContainerStats {
+		t.Helper()
+		r, err := s.ContainerStats(context.Background(), &runtimeapi.ContainerStatsRequest{ContainerId: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.GetStats()
+	}
 	woken := tasks[3]
+	dormantStats := stats(ids[3])
+	if !woken.dormant() || dormantStats.GetMemory().GetWorkingSetBytes().GetValue() == 0 {
+		t.Fatalf("ContainerStats of a dormant container: still dormant %v, memory %v", woken.dormant(), dormantStats.GetMemory())
+	}
+
+	// Looked at, it is a process that has run since its start.
 	since := woken.doze.since
 	r, err := execSync(t, s, ids[3], 0, "ps")
 	if err != nil || r.ExitCode != 0 || !bytes.Contains(r.Stdout, []byte("sleep infinity")) {
@@ -107,6 +122,15 @@ func TestDormantContainerHoldsNoProcess(t *testing.T) {
 	}
 	if got := woken.proc.Processes()[0].Started; !got.Equal(since) {
 		t.Fatalf("the woken sleep started at %v, want when it went dormant, %v", got, since)
+	}
+	wokenStats := stats(ids[3])
+	// The same but for the /etc files the started process's view writes (hosts, hostname,
+	// resolv.conf: 1,340 bytes here) and its HOSTNAME variable, which the dormant one has not.
+	if d, w := dormantStats.GetMemory().GetWorkingSetBytes().GetValue(), wokenStats.GetMemory().GetWorkingSetBytes().GetValue(); d > w || w-d > 4096 {
+		t.Errorf("memory dormant %d, woken %d: want the same figure within the view's few KB", d, w)
+	}
+	if d, w := dormantStats.GetCpu().GetUsageCoreNanoSeconds().GetValue(), wokenStats.GetCpu().GetUsageCoreNanoSeconds().GetValue(); w < d {
+		t.Errorf("CPU time dormant %d, woken %d: want it to go on from the dormant figure", d, w)
 	}
 	waitFor(t, func() bool { return processGoroutines()-base >= 1 })
 	if got := processGoroutines() - base; got != 1 {

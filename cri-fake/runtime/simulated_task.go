@@ -240,6 +240,9 @@ func (t *simTask) ExecSync(ctx context.Context, cmd []string) (res task.ExecResu
 
 // Usage is the process's own resource figures (ContainerStats).
 func (t *simTask) Usage() (task.Usage, error) {
+	if u, ok := t.dormantUsage(); ok {
+		return u, nil
+	}
 	t.materialise() // at most the start latency early
 	if t.proc == nil {
 		return task.Usage{}, nil
