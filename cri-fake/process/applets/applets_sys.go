@@ -75,19 +75,13 @@ func appletSleep(p *kernel.Proc) int {
 		p.Errorf("usage: sleep N")
 		return 1
 	}
-	var total time.Duration
 	for _, a := range p.Args[1:] {
-		d, ok := parseSleep(a)
-		if !ok {
+		if _, ok := parseSleep(a); !ok {
 			p.Errorf("invalid number '%s'", a)
 			return 1
 		}
-		if total+d < total {
-			total = time.Duration(math.MaxInt64)
-		} else {
-			total += d
-		}
 	}
+	total, _ := SleepDuration(p.Args)
 	// A dormant sleep woken up late (kernel.Spec.StartedAt) waits only for the rest.
 	return wait(p, max(total-p.Elapsed(), 0))
 }
