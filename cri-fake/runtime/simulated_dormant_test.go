@@ -28,14 +28,27 @@ func simTaskOf(t *testing.T, s *Service, id string) *simTask {
 	return st
 }
 
-// processGoroutines counts the goroutines that run a simulated program (sleep, pause) or that
-// the kernel model started for a process.
-func processGoroutines() int {
+// processGoroutines are the IDs of the goroutines that run a simulated program (sleep, pause)
+// or that the kernel model started for a process. Sets, not counts: a process of a test before
+// may still be ending while this one counts.
+func processGoroutines() map[string]bool {
 	buf := make([]byte, 64<<20)
-	n := 0
+	ids := map[string]bool{}
 	for g := range strings.SplitSeq(string(buf[:goruntime.Stack(buf, true)]), "\n\n") {
 		if strings.Contains(g, "applets.appletSleep(") || strings.Contains(g, "libbb.Pause(") ||
 			strings.Contains(g, "created by github.com/plugsim/plugsim/cri-fake/process/kernel.(*container).run") {
+			id, _, _ := strings.Cut(strings.TrimPrefix(g, "goroutine "), " ")
+			ids[id] = true
+		}
+	}
+	return ids
+}
+
+// newSince counts the IDs of now that were not in before.
+func newSince(before, now map[string]bool) int {
+	n := 0
+	for id := range now {
+		if !before[id] {
 			n++
 		}
 	}
@@ -78,7 +91,7 @@ func TestDormantContainerHoldsNoProcess(t *testing.T) {
 		}
 		return true
 	})
-	if got := processGoroutines() - base; got > 0 {
+	if got := newSince(base, processGoroutines()); got > 0 {
 		t.Fatalf("%d dormant sleeps: %d goroutines of simulated processes, want none", n, got)
 	}
 	for i, tk := range tasks {
@@ -132,9 +145,9 @@ func TestDormantContainerHoldsNoProcess(t *testing.T) {
 	if d, w := dormantStats.GetCpu().GetUsageCoreNanoSeconds().GetValue(), wokenStats.GetCpu().GetUsageCoreNanoSeconds().GetValue(); w < d {
 		t.Errorf("CPU time dormant %d, woken %d: want it to go on from the dormant figure", d, w)
 	}
-	waitFor(t, func() bool { return processGoroutines()-base >= 1 })
-	if got := processGoroutines() - base; got != 1 {
-		t.Fatalf("one woken sleep: %d goroutines of simulated processes, want 1", got)
+	waitFor(t, func() bool { return newSince(base, processGoroutines()) >= 1 })
+	if got := newSince(base, processGoroutines()); got != 1 {
+		t.Fatalf("one woken sleep: %d new goroutines of simulated processes, want 1", got)
 	}
 
 	// Stopped while dormant: TERM ends a sleep with 143, without simulating it.
