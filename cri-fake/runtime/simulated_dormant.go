@@ -20,7 +20,9 @@ import (
 // goroutine each (cri-fake/server's BenchmarkLargeNode; TestDormantContainerHoldsNoProcess).
 //
 // A stats call is answered from the model without starting it (process.Dormancy.Usage): the
-// kubelet's CRI stats provider lists every container's stats every few seconds.
+// kubelet uses its CRI stats provider for every runtime but CRI-O's (UsingLegacyCadvisorStats,
+// pkg/kubelet/cadvisor/util.go), and its eviction manager gathers every container's stats every
+// 10 s (evictionMonitoringPeriod, pkg/kubelet/kubelet.go).
 // What wakes it: an exec, attach, UpdateContainerResources, a signal other than
 // one that ends it (KILL, TERM, INT: process.Dormancy.Signalled, which ends it as its program
 // would, without simulating it) — all through materialise.

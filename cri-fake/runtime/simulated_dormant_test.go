@@ -109,7 +109,7 @@ func TestDormantContainerHoldsNoProcess(t *testing.T) {
 	}
 
 	// Its stats are the model's without starting it (the kubelet's CRI stats provider lists
-	// them every few seconds), and they are the figures the started process then reports.
+	// them every 10 s), and they are the figures the started process then reports.
 	stats := func(id string) *runtimeapi.ContainerStats {
 		t.Helper()
 		r, err := s.ContainerStats(context.Background(), &runtimeapi.ContainerStatsRequest{ContainerId: id})
