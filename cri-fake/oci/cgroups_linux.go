@@ -23,9 +23,9 @@ import (
 // cgroup below a cgroup that holds processes could not enable controllers (the "no internal
 // processes" rule), so the parent is absolute there, below the root.
 //
-// The kubelets of `harness cluster` run with cgroupsPerQOS false and send an empty
-// cgroup_parent, so there is no pod cgroup to nest in; the parent is the node's own, which
-// `harness cluster down` removes (Dirs lists it in every hierarchy).
+// On a node of `harness cluster` cri-fake runs in the node's cgroup namespace, in the node's
+// /system.slice/cri-fake.service, so the parent is below it, in the node's cgroup, which
+// `harness cluster down` clears and removes.
 type cgroups struct {
 	v2     bool
 	parent string // what cgroupsPath starts with

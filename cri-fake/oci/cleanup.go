@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/plugsim/plugsim/internal/mountinfo"
 )
 
 // cgroupsFile, in the state directory, lists the parent cgroup's directories (one per hierarchy),
@@ -31,6 +34,14 @@ func (l *Launcher) writeCgroups() error {
 // still in a cgroup below it (a container whose runc state was lost mid-create). `harness cluster
 // down` runs it for every node; it is for a cri-fake that no longer runs.
 func Cleanup(ctx context.Context, stateDir, runcBinary string) error {
+	return CleanupIn(ctx, stateDir, runcBinary, "/")
+}
+
+// CleanupIn is Cleanup for a cri-fake that ran in a cgroup namespace whose root is the cgroup
+// viewRoot of this machine's hierarchies (a node of `harness cluster`): the cgroups it recorded are
+// found below viewRoot. runc's own state names them as cri-fake saw them; runc removes the ones it
+// finds and the parent's removal here takes the rest.
+func CleanupIn(ctx context.Context, stateDir, runcBinary, viewRoot string) error {
 	var errs []error
 	if _, err := os.Stat(stateDir); errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -49,11 +60,9 @@ func Cleanup(ctx context.Context, stateDir, runcBinary string) error {
 	if err := os.RemoveAll(filepath.Join(stateDir, "bundles")); err != nil {
 		errs = append(errs, err)
 	}
-	var dirs []string
-	if data, err := os.ReadFile(filepath.Join(stateDir, cgroupsFile)); err == nil {
-		if err := json.Unmarshal(data, &dirs); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", cgroupsFile, err))
-		}
+	dirs, err := CgroupDirs(stateDir, viewRoot)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	for _, d := range dirs {
 		if !strings.HasPrefix(d, cgroupRoot+"/") {
@@ -65,6 +74,46 @@ func Cleanup(ctx context.Context, stateDir, runcBinary string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// CgroupDirs are the directories of the parent cgroup of the program containers of the cri-fake with
+// this state directory, one per hierarchy, on this machine: as that cri-fake recorded them, or, when it
+// ran in a cgroup namespace rooted at viewRoot (not "/"), the same cgroups below viewRoot.
+func CgroupDirs(stateDir, viewRoot string) ([]string, error) {
+	var dirs []string
+	data, err := os.ReadFile(filepath.Join(stateDir, cgroupsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &dirs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cgroupsFile, err)
+	}
+	viewRoot = path.Clean("/" + viewRoot)
+	if viewRoot == "/" {
+		return dirs, nil
+	}
+	mounts, err := mountinfo.Read()
+	if err != nil {
+		return nil, err
+	}
+	out := dirs[:0]
+	for _, d := range dirs {
+		// The hierarchy is the cgroup mount the directory is below (the longest such mount point).
+		mp := ""
+		for _, m := range mounts {
+			if (m.FSType == "cgroup" || m.FSType == "cgroup2") && len(m.MountPoint) > len(mp) && strings.HasPrefix(d, m.MountPoint+"/") {
+				mp = m.MountPoint
+			}
+		}
+		if mp == "" {
+			return nil, fmt.Errorf("%s names %q, below no cgroup hierarchy mounted here", cgroupsFile, d)
+		}
+		out = append(out, filepath.Join(mp, viewRoot, strings.TrimPrefix(d, mp)))
+	}
+	return out, nil
 }
 
 // removeCgroupTree kills every process in the cgroups below dir and removes them, deepest first.

@@ -34,17 +34,22 @@ func (joinNodes) Execute(c *actionContext) error {
 		if err := atomicfile.Write(filepath.Join(nd, "resolv.conf"), nodeResolvConf(), 0o644); err != nil {
 			return err
 		}
-		if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), ServingSelfSigned, ""), 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), ServingSelfSigned), 0o644); err != nil {
 			return err
 		}
-		// Its mount namespace, which its kubelet, cri-fake and csi-fake share (mountns.go).
-		if err := makeNodeMountNS(nd); err != nil {
+		// Its cgroup, mount namespace and cgroup namespace, which its kubelet, cri-fake and csi-fake share
+		// (cgroups.go, mountns.go), as an `up` node's.
+		cgroup := nodeCgroup(c.st.Prefix, name)
+		if err := makeNodeCgroup(cgroup); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if err := makeNodeMountNS(nd, cgroup); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		if err := startCRIFake(c, name, nd, netns); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		if _, err := c.startNodeProc(name+"-csi-fake-ephemeral", netns, nd, c.bin("csi-fake"), ephemeralDriverArgs(name, nd)); err != nil {
+		if _, err := c.startNodeProc(name, "csi-fake-ephemeral", netns, nd, c.bin("csi-fake"), ephemeralDriverArgs(name, nd)); err != nil {
 			return err
 		}
 	}

@@ -63,11 +63,12 @@ func startNode(c *actionContext, i int) error {
 	if err := makeNodeCgroup(cgroup); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), c.o.KubeletServingCerts, cgroup), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), c.o.KubeletServingCerts), 0o644); err != nil {
 		return err
 	}
-	// Its mount namespace, which its kubelet, cri-fake and csi-fakes share (mountns.go).
-	if err := makeNodeMountNS(nd); err != nil {
+	// Its mount namespace and cgroup namespace, which its kubelet, cri-fake and csi-fakes share
+	// (mountns.go): in them the node's cgroup is the root, the kubelet's cgroupRoot "/" (cgroups.go).
+	if err := makeNodeMountNS(nd, cgroup); err != nil {
 		return err
 	}
 	if err := startCRIFake(c, name, nd, netns); err != nil {
@@ -145,7 +146,7 @@ func startCRIFake(c *actionContext, name, nd, netns string) error {
 			return err
 		}
 	}
-	if _, err := c.startNodeProc(name+"-cri-fake", netns, nd, c.bin("cri-fake"), c.withExtra("cri-fake", []string{
+	if _, err := c.startNodeProc(name, "cri-fake", netns, nd, c.bin("cri-fake"), c.withExtra("cri-fake", []string{
 		"--runc", runc, "--cgroup-parent", c.st.Prefix + "-" + name + "-programs",
 		"--endpoint", "unix://" + filepath.Join(nd, "cri.sock"),
 		"--root-dir", filepath.Join(nd, "cri"), "--state-dir", filepath.Join(nd, "state/cri"),
@@ -189,27 +190,23 @@ func startKubelet(c *actionContext, name, nd, netns, ip string, credentials ...s
 		labels += "," + JoinedLabel + "=" + c.join.name
 	}
 	args = append(args, "--node-labels", labels)
-	_, err := c.startNodeProc(name+"-kubelet", netns, nd, c.bin("kubelet"), c.withExtra("kubelet", args))
+	_, err := c.startNodeProc(name, "kubelet", netns, nd, c.bin("kubelet"), c.withExtra("kubelet", args))
 	return err
 }
 
-// kubeletConfig is a node's KubeletConfiguration: pod cgroups under the node's own cgroup root
-// (cgroups.go; cgroupfs, nothing enforced on the node's allocatable), serving on the node's address
-// with the serving certificate the mode says (serving.go), and checking callers against the API server
-// (webhook authentication and authorisation).
-//
-// A joining machine's nodes serve self-signed (it has no key of the cluster's CA) and, with cgroupRoot
-// "", make no pod cgroups (nothing of this cluster's makes or removes a cgroup root there).
-func kubeletConfig(nd, ip, caFile, serving, cgroupRoot string) []byte {
-	cgroups := "cgroupsPerQOS: false\n"
-	if cgroupRoot != "" {
-		cgroups = fmt.Sprintf("cgroupsPerQOS: true\ncgroupRoot: %s\n", cgroupRoot)
-	}
+// kubeletConfig is a node's KubeletConfiguration: pod cgroups (cgroupsPerQOS) under the root of the
+// node's cgroup namespace, which is the node's own cgroup (cgroups.go; cgroupfs, nothing enforced on the
+// node's allocatable), serving on the node's address with the serving certificate the mode says
+// (serving.go; a joining machine's nodes serve self-signed: it has no key of the cluster's CA), and
+// checking callers against the API server (webhook authentication and authorisation).
+func kubeletConfig(nd, ip, caFile, serving string) []byte {
 	return fmt.Appendf(nil, `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failSwapOn: false
 failCgroupV1: false
-%[7]senforceNodeAllocatable: []
+cgroupsPerQOS: true
+cgroupRoot: /
+enforceNodeAllocatable: []
 cgroupDriver: cgroupfs
 address: %[2]s
 port: 10250
@@ -220,8 +217,8 @@ containerRuntimeEndpoint: unix://%[1]s/cri.sock
 podLogsDir: %[1]s/logs
 %[4]s# Pods resolve through CoreDNS behind kube-dns (action_clusterdns.go); dnsPolicy Default pods, CoreDNS
 # itself among them, get the node's resolv.conf, which names no server out of reach (nodeResolvConf).
-clusterDNS: [%[8]s]
-clusterDomain: %[9]s
+clusterDNS: [%[7]s]
+clusterDomain: %[8]s
 resolvConf: %[1]s/resolv.conf
 # A kubelet sends about nine requests a pod it starts (status, events, its token request); at its default
 # 50 a second (burst 100) 100 pods a node took seconds to be seen Ready after they ran. The API server
@@ -236,5 +233,5 @@ authentication:
   webhook: {enabled: true}
   x509: {clientCAFile: %[3]s}
 authorization: {mode: Webhook}
-`, nd, ip, caFile, servingKubeletConfig(serving, nd), controlPlaneQPS, 2*controlPlaneQPS, cgroups, dnsIP, dnsDomain)
+`, nd, ip, caFile, servingKubeletConfig(serving, nd), controlPlaneQPS, 2*controlPlaneQPS, dnsIP, dnsDomain)
 }

@@ -160,17 +160,33 @@ func (c *actionContext) step(format string, args ...any) {
 // in DIR (what `down` checks before it signals it: Process.ours); its output goes to DIR/logs/NAME.log
 // (0600: a component's log can hold what its requests carried).
 func (c *actionContext) startProc(name, netns, bin string, args []string, extra ...*os.File) (*exec.Cmd, error) {
-	return c.startIn(name, netns, "", bin, args, extra...)
+	argv := append([]string{bin}, args...)
+	if netns != "" {
+		argv = append([]string{"nsenter", "--net=" + nsPath(netns), "--"}, argv...)
+	}
+	return c.startArgv(name, argv, extra...)
 }
 
-// startNodeProc starts one of node nd's processes (its kubelet, cri-fake, csi-fakes) in the node's
-// network namespace and its mount namespace (mountns.go), working in DIR there too (nsenter --wd: entering
-// a mount namespace would otherwise leave it at the namespace's root).
-func (c *actionContext) startNodeProc(name, netns, nd, bin string, args []string) (*exec.Cmd, error) {
-	return c.startIn(name, netns, nodeMountNS(nd), bin, args)
+// startNodeProc starts program (its kubelet, cri-fake, csi-fakes) of node nd in the node's network
+// namespace and its mount namespace (mountns.go), working in DIR there too (nsenter --wd: entering a mount
+// namespace would otherwise leave it at the namespace's root); where the node has a cgroup namespace, in
+// it too, in the program's cgroup of the node (cgroups.go).
+func (c *actionContext) startNodeProc(node, program, netns, nd, bin string, args []string) (*exec.Cmd, error) {
+	name := node + "-" + program
+	argv := []string{"nsenter", "--net=" + nsPath(netns), "--mount=" + nodeMountNS(nd), "--wd=" + c.o.Dir}
+	if nsInode(nodeCgroupNS(nd)) == 0 {
+		return c.startArgv(name, append(append(argv, "--", bin), args...))
+	}
+	argv = append(argv, "--cgroup="+nodeCgroupNS(nd), "--", bin)
+	argv, err := inCgroup(nodeCgroup(c.st.Prefix, node)+"/"+serviceCgroup(program), append(argv, args...))
+	if err != nil {
+		return nil, err
+	}
+	return c.startArgv(name, argv)
 }
 
-func (c *actionContext) startIn(name, netns, mntns, bin string, args []string, extra ...*os.File) (*exec.Cmd, error) {
+// startArgv starts argv as startProc says.
+func (c *actionContext) startArgv(name string, argv []string, extra ...*os.File) (*exec.Cmd, error) {
 	logPath := c.path("logs", name+".log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
@@ -178,13 +194,6 @@ func (c *actionContext) startIn(name, netns, mntns, bin string, args []string, e
 	}
 	defer logf.Close()
 	c.logs = append(c.logs, logPath)
-	argv := append([]string{bin}, args...)
-	switch {
-	case mntns != "":
-		argv = append([]string{"nsenter", "--net=" + nsPath(netns), "--mount=" + mntns, "--wd=" + c.o.Dir, "--"}, argv...)
-	case netns != "":
-		argv = append([]string{"nsenter", "--net=" + nsPath(netns), "--"}, argv...)
-	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = extra
@@ -194,7 +203,8 @@ func (c *actionContext) startIn(name, netns, mntns, bin string, args []string, e
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := Process{Name: name, PID: cmd.Process.Pid}
-	// nsenter without --fork execs the program in place: the pid stays the program's.
+	// nsenter without --fork execs the program in place (and inCgroup's shell execs nsenter): the pid
+	// stays the program's.
 	p.Start, _ = procStart(p.PID)
 	if err := c.st.addProcess(p); err != nil {
 		return nil, err

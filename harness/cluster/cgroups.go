@@ -7,7 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/plugsim/plugsim/internal/mountinfo"
 )
@@ -45,24 +49,65 @@ func cgroupHierarchies() ([]mountinfo.Mount, error) {
 	return out, nil
 }
 
+// Each node's processes run in a cgroup namespace of their own whose root is the node's cgroup, and
+// the node's mount namespace (mountns.go) mounts every hierarchy afresh from inside it, so that the
+// node's /sys/fs/cgroup shows the node's cgroup as the root, as a kind node's does (it runs with
+// cgroupns=private). Why: the kubelet's cAdvisor watches (inotify) and tracks every cgroup below the
+// root of each hierarchy it sees (cadvisor container/raw/watcher.go), so with the machine's whole tree
+// in view every kubelet followed every other node's pods: watches and housekeeping grew with the
+// square of the nodes (65 watches a node and 5 a pod in every kubelet; 100 nodes needed 650,000
+// watches and stalled on kernfs). In its own view a kubelet sees its node only, its cgroupRoot is
+// "/" as on any machine, and the node's usage in the summary API and `kubectl top node` is the
+// node's own, not the machine's.
+//
+// The node's processes are where a kubeadm node's are: each in /system.slice/NAME.service of the
+// node (the kubelet finds its own cgroup there for its system-container stats, cri-fake's runc
+// places program containers below cri-fake's).
+
+// nodeServices are the cgroups below a node's root its processes run in, by program.
+var nodeServices = []string{"kubelet", "cri-fake", "csi-fake-ephemeral"}
+
+// serviceCgroup is the cgroup, below the node's root, that a node's program runs in.
+func serviceCgroup(program string) string { return "system.slice/" + program + ".service" }
+
 // makeNodeCgroup makes the cgroup root of a node in every hierarchy (the kubelet refuses a
-// cgroupRoot missing from one). On cgroup v1 a new cpuset has no CPUs and no memory nodes until
-// they are written: they are copied from the hierarchy's root, as libcontainer does for the
-// cgroups it makes. On cgroup v2 the new cgroup has the controllers its parent hands down; the
-// kubelet checks it has the ones it needs.
+// cgroupRoot missing from one), and below it the cgroups its programs run in.
 func makeNodeCgroup(name string) error {
 	hs, err := cgroupHierarchies()
 	if err != nil {
 		return err
 	}
 	for _, h := range hs {
-		dir := filepath.Join(h.MountPoint, name)
+		if err := makeCgroup(h, name); err != nil {
+			return err
+		}
+		for _, s := range nodeServices {
+			if err := makeCgroup(h, name+"/"+serviceCgroup(s)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// makeCgroup makes cgroup rel (and its missing parents) in hierarchy h. On cgroup v1 a new cpuset
+// has no CPUs and no memory nodes until they are written, and no process can join it: they are
+// copied from the parent, as libcontainer does for the cgroups it makes. On cgroup v2 the new
+// cgroup has the controllers its parent hands down; the kubelet checks it has the ones it needs.
+func makeCgroup(h mountinfo.Mount, rel string) error {
+	cpuset := h.FSType == "cgroup" && slices.Contains(strings.Split(h.SuperOpts, ","), "cpuset")
+	parent := h.MountPoint
+	for _, part := range strings.Split(strings.Trim(rel, "/"), "/") {
+		dir := filepath.Join(parent, part)
 		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("cgroup %s: %w", dir, err)
 		}
-		if h.FSType == "cgroup" && slices.Contains(strings.Split(h.SuperOpts, ","), "cpuset") {
+		if cpuset {
 			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-				v, err := os.ReadFile(filepath.Join(h.MountPoint, f))
+				if cur, _ := os.ReadFile(filepath.Join(dir, f)); len(strings.TrimSpace(string(cur))) > 0 {
+					continue
+				}
+				v, err := os.ReadFile(filepath.Join(parent, f))
 				if err != nil {
 					return fmt.Errorf("cgroup %s: %w", dir, err)
 				}
@@ -71,8 +116,43 @@ func makeNodeCgroup(name string) error {
 				}
 			}
 		}
+		parent = dir
 	}
 	return nil
+}
+
+// procsFiles are the cgroup.procs files of cgroup rel in every hierarchy: a process that writes its
+// pid to each is in rel everywhere.
+func procsFiles(rel string) ([]string, error) {
+	hs, err := cgroupHierarchies()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, h := range hs {
+		out = append(out, filepath.Join(h.MountPoint, rel, "cgroup.procs"))
+	}
+	return out, nil
+}
+
+// cgroupMountScript is the shell commands that, run in a new mount namespace by a process in a new
+// cgroup namespace, mount every hierarchy afresh over its mount point: the new mount's root is the
+// namespace's root cgroup. The hierarchy's own mount is taken away first (the kernel refuses the same
+// superblock twice on one mount point); on cgroup v1 the options name the hierarchy's controllers
+// (its superblock options).
+func cgroupMountScript() (string, error) {
+	hs, err := cgroupHierarchies()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, h := range hs {
+		if strings.ContainsAny(h.MountPoint+h.SuperOpts, "'\\\n") {
+			return "", fmt.Errorf("cgroup mount %q (%s): a name the shell cannot take", h.MountPoint, h.SuperOpts)
+		}
+		fmt.Fprintf(&b, " && umount -l '%s' && mount -t %s -o '%s' %s '%s'", h.MountPoint, h.FSType, h.SuperOpts, h.FSType, h.MountPoint)
+	}
+	return strings.TrimPrefix(b.String(), " && "), nil
 }
 
 // clusterCgroups lists the cgroups of the cluster with the given prefix: every node's root, in
@@ -94,9 +174,27 @@ func clusterCgroups(prefix string) []string {
 // ClusterCgroups lists the cgroups the cluster in dir left on the machine (none once `down` ran).
 func ClusterCgroups(dir string) []string { return clusterCgroups(PrefixFor(dir)) }
 
+// killCgroupTree sends SIGKILL to every process in cgroup dir and below it, and returns how many.
+func killCgroupTree(dir string) int {
+	n := 0
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		procs, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+		for _, f := range strings.Fields(string(procs)) {
+			if pid, err := strconv.Atoi(f); err == nil && pid > 0 && unix.Kill(pid, unix.SIGKILL) == nil {
+				n++
+			}
+		}
+		return nil
+	})
+	return n
+}
+
 // removeCgroupTree removes a cgroup and every cgroup below it, deepest first: a cgroup directory
 // is removed with rmdir (its files are the kernel's), and only once it has no children and no
-// processes.
+// processes (a process killed leaves its cgroup as it exits: a removal is retried for up to 10 s).
 func removeCgroupTree(dir string) error {
 	var dirs []string
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -107,8 +205,16 @@ func removeCgroupTree(dir string) error {
 	})
 	var errs []error
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := os.Remove(dirs[i]); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
+		for try := 0; ; try++ {
+			err := os.Remove(dirs[i])
+			if err == nil || errors.Is(err, fs.ErrNotExist) {
+				break
+			}
+			if !errors.Is(err, unix.EBUSY) || try == 200 {
+				errs = append(errs, err)
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	return errors.Join(errs...)

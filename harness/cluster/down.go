@@ -89,11 +89,22 @@ func Down(dir string, out io.Writer) error {
 		did = true
 	}
 
-	// What the nodes' runc made for program containers (cri-fake/oci): after a kill -9 of cri-fake
-	// they still run; their cgroups, runc state and bundles go with them.
+	// Whatever a node still runs is in its cgroup (cgroups.go): the program containers runc started for
+	// cri-fake (after a kill -9 of cri-fake they still run), and anything they started.
+	for _, cg := range clusterCgroups(prefix) {
+		if n := killCgroupTree(cg); n > 0 {
+			did = true
+		}
+	}
+	// What the nodes' runc made for program containers (cri-fake/oci): their runc state and bundles, and
+	// and what remains of their cgroups.
 	for _, nd := range nodeDirs(dir) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		err := oci.Cleanup(ctx, filepath.Join(nd, "cri", "oci"), cmp.Or(st.Runc, "runc"))
+		view := "/"
+		if nsInode(nodeCgroupNS(nd)) != 0 {
+			view = nodeCgroup(prefix, filepath.Base(nd)) // its cri-fake's cgroup namespace (cgroups.go)
+		}
+		err := oci.CleanupIn(ctx, filepath.Join(nd, "cri", "oci"), cmp.Or(st.Runc, "runc"), view)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("program containers of %s: %w", filepath.Base(nd), err)

@@ -14,30 +14,30 @@ import (
 // machine with the default that is about 19 nodes, fewer than memory allows (kind's known issues
 // say the same of its nodes).
 //
-// The second cap is on watches, fs.inotify.max_user_watches (192546 here), and it grows with the
-// square of the node count: a kubelet's cAdvisor watches every directory of the cgroup hierarchies it
-// reads from each hierarchy's root (cadvisor container/raw/watcher.go), so every kubelet watches every
-// node's cgroups, not only its own. Counted on a 3-node cluster (fdinfo of each kubelet's inotify
-// instances): 228 watches a kubelet idle, 65 for each node's 13 cgroup directories in the 5
-// hierarchies cAdvisor reads, and 5 more in every kubelet for each pod (its pod cgroup); the
-// machine's own cgroups about 33. A kubelet that cannot watch at start exits ("Failed to start
-// cAdvisor" err="inotify_add_watch ...: no space left on device": a 100-node `up` at the default,
-// 2026-12-04); one that cannot watch a new pod's cgroup later logs it and goes on.
+// The second cap is on watches, fs.inotify.max_user_watches (192546 here). A kubelet's cAdvisor watches
+// every directory of the cgroup hierarchies it reads, from each hierarchy's root (cadvisor
+// container/raw/watcher.go). Each node's kubelet sees its own node's cgroups only (its cgroup
+// namespace, cgroups.go), so the watches grow with the nodes and their pods. Counted from the fdinfo
+// of the kubelets' inotify instances on 2- and 3-node clusters (2026-12-04): 89 to 124 a kubelet with
+// its node's DaemonSet and CoreDNS pods, and 5 more for each pod of its node (its pod cgroup in the 5 hierarchies
+// cAdvisor reads; 600 at 100 pods a node). Before the nodes had cgroup namespaces every kubelet
+// watched every node's cgroups, 65 a node and 5 a pod of the whole machine, and a 100-node `up` at the
+// default failed ("Failed to start cAdvisor" err="inotify_add_watch ...: no space left on device").
+// A kubelet that cannot watch at start exits; one that cannot watch a new pod's cgroup later logs it and
+// goes on.
 const (
 	InotifyPerNode      = 6
 	InotifyControlPlane = 11
 
-	// WatchesPerNode is what each kubelet watches of each node's cgroups, idle; WatchesPerPod what
-	// each kubelet watches of each pod's; watchesOfTheMachine what it watches of the rest.
-	WatchesPerNode      = 65
-	WatchesPerPod       = 5
-	watchesOfTheMachine = 33
+	// WatchesPerNode is what a node's kubelet watches of its node's cgroups, with its DaemonSet pods;
+	// WatchesPerPod what each further pod of its node adds.
+	WatchesPerNode = 125
+	WatchesPerPod  = 5
 )
 
-// WatchesNeeded estimates the inotify watches n more plugsim nodes take when idle: each of their
-// kubelets watches every node's cgroups (the others' too) and the machine's. The nodes already on
-// the machine (other clusters') are not counted; each pod adds WatchesPerPod to every kubelet.
-func WatchesNeeded(n int) int { return n * (n*WatchesPerNode + watchesOfTheMachine) }
+// WatchesNeeded estimates the inotify watches n more plugsim nodes take before their pods: each kubelet
+// watches its own node's cgroups. Each pod adds WatchesPerPod.
+func WatchesNeeded(n int) int { return n * WatchesPerNode }
 
 func readSysctl(path string) int {
 	b, err := os.ReadFile(path)
@@ -100,7 +100,7 @@ func inotifyShortage(nodes, hollow, rest, instFree, instLimit, watchFree, watchL
 			nodes+hollow, need, InotifyPerNode, rest, instFree, instLimit)
 	}
 	if need := WatchesNeeded(nodes); watchLimit > 0 && need > watchFree {
-		return fmt.Errorf("--nodes %d needs about %d inotify watches (every kubelet's cAdvisor watches every node's cgroups: about %d a node, and %d more for each pod) and %d of fs.inotify.max_user_watches=%d are free: raise the limit (sysctl -w fs.inotify.max_user_watches=%d) or start fewer nodes",
+		return fmt.Errorf("--nodes %d needs about %d inotify watches (each kubelet's cAdvisor watches its node's cgroups: about %d a node, and %d more for each pod) and %d of fs.inotify.max_user_watches=%d are free: raise the limit (sysctl -w fs.inotify.max_user_watches=%d) or start fewer nodes",
 			nodes, need, WatchesPerNode, WatchesPerPod, watchFree, watchLimit, suggestWatches(need+watchLimit-watchFree))
 	}
 	return nil

@@ -44,10 +44,13 @@ const kubeletFixedDir = "/var/lib/kubelet"
 
 func nodeNSDir(nd string) string        { return filepath.Join(nd, "ns") }
 func nodeMountNS(nd string) string      { return filepath.Join(nd, "ns", "mnt") }
+func nodeCgroupNS(nd string) string     { return filepath.Join(nd, "ns", "cgroup") }
 func nodeKubeletFixed(nd string) string { return filepath.Join(nd, "kubelet") }
 
-// makeNodeMountNS makes node nd's mount namespace and pins it at nodeMountNS(nd).
-func makeNodeMountNS(nd string) error {
+// makeNodeMountNS makes node nd's mount namespace and pins it at nodeMountNS(nd). With a cgroup (the
+// node's root, cgroups.go) it also makes the node's cgroup namespace, rooted there and pinned at
+// nodeCgroupNS(nd), and mounts the cgroup hierarchies in the mount namespace from inside it.
+func makeNodeMountNS(nd, cgroup string) error {
 	if err := os.MkdirAll(kubeletFixedDir, 0o755); err != nil {
 		return err
 	}
@@ -65,21 +68,57 @@ func makeNodeMountNS(nd string) error {
 	if err := unix.Mount("", nsDir, "", unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make %s private: %w", nsDir, err)
 	}
-	file := nodeMountNS(nd)
-	f, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL|os.O_RDONLY|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return err
+	pins := []string{nodeMountNS(nd)}
+	if cgroup != "" {
+		pins = append(pins, nodeCgroupNS(nd))
 	}
-	f.Close()
+	for _, file := range pins {
+		f, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL|os.O_RDONLY|syscall.O_NOFOLLOW, 0o600)
+		if err != nil {
+			return err
+		}
+		f.Close()
+	}
 	// unshare(1) makes the namespace (a copy of the host's, every mount in it made private) and pins it at
 	// file from the host's side; the bind of /var/lib/kubelet is made inside it. A process of its own, not
 	// a thread of this one: Go may run any goroutine on the main thread, and a main thread moved into
 	// another mount namespace would take the whole process's /proc/self view with it.
-	cmd := exec.Command("unshare", "--mount="+file, "--propagation", "private", "--", "mount", "--bind", own, kubeletFixedDir)
+	argv := []string{"unshare", "--mount=" + nodeMountNS(nd), "--propagation", "private", "--", "mount", "--bind", own, kubeletFixedDir}
+	if cgroup != "" {
+		// A new cgroup namespace's root is the cgroup its maker is in: the shell moves itself into the
+		// node's root first, then unshare makes both namespaces and the hierarchies are mounted inside.
+		mounts, err := cgroupMountScript()
+		if err != nil {
+			return err
+		}
+		inner := fmt.Sprintf("mount --bind '%s' '%s' && %s", own, kubeletFixedDir, mounts)
+		if strings.ContainsRune(own, '\'') {
+			return fmt.Errorf("node directory %q: a name the shell cannot take", own)
+		}
+		argv = []string{"unshare", "--mount=" + nodeMountNS(nd), "--cgroup=" + nodeCgroupNS(nd), "--propagation", "private", "--", "sh", "-c", inner}
+		if argv, err = inCgroup(cgroup, argv); err != nil {
+			return err
+		}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("make the node's mount namespace (%s): %v: %s", strings.Join(cmd.Args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// inCgroup returns argv run by a shell that first moves itself into cgroup (a path from the root of
+// every hierarchy) and then execs it: what it execs, and its children, start there. The pid stays the
+// shell's, which becomes the program's.
+func inCgroup(cgroup string, argv []string) ([]string, error) {
+	files, err := procsFiles(cgroup)
+	if err != nil {
+		return nil, err
+	}
+	const script = `while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"`
+	out := append([]string{"sh", "-c", script, "sh"}, files...)
+	out = append(out, "--")
+	return append(out, argv...), nil
 }
 
 // nodeMounts lists the mounts of the namespace pinned at file, read from inside it.

@@ -107,7 +107,7 @@ func TestNodeMountNamespace(t *testing.T) {
 			exec.Command("umount", "-l", m).Run()
 		}
 	})
-	if err := makeNodeMountNS(nd); err != nil {
+	if err := makeNodeMountNS(nd, ""); err != nil {
 		t.Fatal(err)
 	}
 	ino := nsInode(nodeMountNS(nd))

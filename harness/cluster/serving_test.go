@@ -36,7 +36,7 @@ func TestKubeletServingModes(t *testing.T) {
 		{ServingClusterCA, true, false, true},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			b := kubeletConfig("/d/nodes/node1", "198.18.0.11", "/d/pki/ca.crt", tc.mode, "")
+			b := kubeletConfig("/d/nodes/node1", "198.18.0.11", "/d/pki/ca.crt", tc.mode)
 			var kc servingFields
 			if err := yaml.Unmarshal(b, &kc); err != nil {
 				t.Fatalf("%v\n%s", err, b)
@@ -68,7 +68,7 @@ func TestKubeletServingModes(t *testing.T) {
 // A user's edit that turns serverTLSBootstrap on, appended as `harness cluster restart-kubelet --help`
 // shows, gives a document that sets it once.
 func TestServerTLSBootstrapAppended(t *testing.T) {
-	b := append(kubeletConfig("/d/nodes/node1", "198.18.0.11", "/d/pki/ca.crt", ServingSelfSigned, ""), "serverTLSBootstrap: true\n"...)
+	b := append(kubeletConfig("/d/nodes/node1", "198.18.0.11", "/d/pki/ca.crt", ServingSelfSigned), "serverTLSBootstrap: true\n"...)
 	var kc servingFields
 	if err := yaml.UnmarshalStrict(b, new(map[string]any)); err != nil {
 		t.Fatalf("%v\n%s", err, b)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugsim/plugsim/harness/cluster"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -50,6 +51,43 @@ func TestClusterChecks(t *testing.T) {
 			t.Errorf("the cluster made %s on the host", hostSocket)
 		case before != nil && (after == nil || !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime())):
 			t.Errorf("the cluster changed %s on the host", hostSocket)
+		}
+	})
+	// Issue 29: each node's processes are in its own cgroup namespace, rooted at the node's cgroup, and
+	// see only their node's cgroups (what the kubelet's cAdvisor watches and tracks): the kubelet's
+	// pod cgroups are made below the node's cgroup on the machine, and none of another node's cgroups
+	// is in a node's view.
+	t.Run("cgroup-view-per-node", func(t *testing.T) {
+		c.t = t
+		prefix := cluster.PrefixFor(c.dir)
+		procs := map[string]int{}
+		for _, p := range c.state().Procs {
+			procs[p.Name] = p.PID
+		}
+		for i := 1; i <= 3; i++ {
+			node := fmt.Sprintf("node%d", i)
+			root := "/" + prefix + "-" + node
+			pid := procs[node+"-kubelet"]
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+			if err != nil {
+				t.Fatalf("%s's kubelet (pid %d): %v", node, pid, err)
+			}
+			if want := ":cpu:" + root + "/system.slice/kubelet.service\n"; !strings.Contains(string(b), want) {
+				t.Errorf("%s's kubelet is in\n%s\nwant a line ending in %q", node, b, want)
+			}
+			c.waitFor(node+"'s pod cgroups below its own", 60*time.Second, func() (bool, string) {
+				_, err := os.Stat(filepath.Join("/sys/fs/cgroup/cpu", root, "kubepods", "besteffort"))
+				return err == nil, fmt.Sprint(err)
+			})
+			nd := filepath.Join(c.dir, "nodes", node)
+			out, err := exec.Command("nsenter", "--mount="+filepath.Join(nd, "ns", "mnt"), "--cgroup="+filepath.Join(nd, "ns", "cgroup"),
+				"--", "sh", "-c", fmt.Sprintf("cat /proc/%d/cgroup; ls /sys/fs/cgroup/cpu /sys/fs/cgroup/memory", pid)).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s's view: %v: %s", node, err, out)
+			}
+			if !strings.Contains(string(out), ":cpu:/system.slice/kubelet.service\n") || !strings.Contains(string(out), "kubepods") || strings.Contains(string(out), prefix+"-") {
+				t.Errorf("%s's view of its cgroups:\n%s\nwant the kubelet in /system.slice/kubelet.service of the node's cgroup namespace, its kubepods, and no node's cgroup of the machine", node, out)
+			}
 		}
 	})
 	c.waitFor("the default service account", 60*time.Second, func() (bool, string) {

@@ -15,6 +15,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/plugsim/plugsim/cri-fake/oci"
+	"github.com/plugsim/plugsim/harness/cluster"
 	"github.com/plugsim/plugsim/harness/trace"
 	"github.com/plugsim/plugsim/internal/testbin"
 )
@@ -76,7 +78,7 @@ func (c *testCluster) programContainers(t *testing.T) {
 		for _, p := range summary.Pods {
 			if p.PodRef.Name == name && len(p.Containers) == 1 && p.Containers[0].Memory.WorkingSetBytes > 0 {
 				ws := p.Containers[0].Memory.WorkingSetBytes
-				usage := cgroupMemoryUsage(t, filepath.Join(c.dir, "nodes", node, "cri", "oci"), ctrID)
+				usage := cgroupMemoryUsage(t, filepath.Join(c.dir, "nodes", node, "cri", "oci"), "/"+cluster.PrefixFor(c.dir)+"-"+node, ctrID)
 				if ws > usage+16<<20 || ws < 1<<20 || p.Containers[0].CPU.UsageCoreNanoSeconds == 0 {
 					t.Errorf("summary: working set %d, cgroup usage %d, cpu %d", ws, usage, p.Containers[0].CPU.UsageCoreNanoSeconds)
 				}
@@ -173,14 +175,13 @@ func ociCalls(t *testing.T, path string) map[string][]trace.Event {
 }
 
 // cgroupMemoryUsage is the memory cgroup's usage of a program container (cgroup v1's
-// memory.usage_in_bytes, v2's memory.current), under the parent cri-fake recorded in its state.
-func cgroupMemoryUsage(t *testing.T, ociState, id string) uint64 {
-	data, err := os.ReadFile(filepath.Join(ociState, "cgroups.json"))
+// memory.usage_in_bytes, v2's memory.current), under the parent cri-fake recorded in its state, which
+// is in the node's cgroup namespace, rooted at the node's cgroup nodeCgroup.
+func cgroupMemoryUsage(t *testing.T, ociState, nodeCgroup, id string) uint64 {
+	dirs, err := oci.CgroupDirs(ociState, nodeCgroup)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dirs []string
-	json.Unmarshal(data, &dirs)
 	for _, d := range dirs {
 		for _, f := range []string{"memory.usage_in_bytes", "memory.current"} {
 			if b, err := os.ReadFile(filepath.Join(d, id, f)); err == nil && (strings.Contains(d, "/memory/") || f == "memory.current") {
