@@ -97,7 +97,7 @@ func Down(dir string, out io.Writer) error {
 		}
 	}
 	// What the nodes' runc made for program containers (cri-fake/oci): their runc state and bundles, and
-	// and what remains of their cgroups.
+	// what remains of their cgroups.
 	for _, nd := range nodeDirs(dir) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		view := "/"

@@ -91,11 +91,8 @@ func makeNodeMountNS(nd, cgroup string) error {
 		if err != nil {
 			return err
 		}
-		inner := fmt.Sprintf("mount --bind '%s' '%s' && %s", own, kubeletFixedDir, mounts)
-		if strings.ContainsRune(own, '\'') {
-			return fmt.Errorf("node directory %q: a name the shell cannot take", own)
-		}
-		argv = []string{"unshare", "--mount=" + nodeMountNS(nd), "--cgroup=" + nodeCgroupNS(nd), "--propagation", "private", "--", "sh", "-c", inner}
+		argv = []string{"unshare", "--mount=" + nodeMountNS(nd), "--cgroup=" + nodeCgroupNS(nd), "--propagation", "private",
+			"--", "sh", "-c", `mount --bind "$1" "$2" && ` + mounts, "sh", own, kubeletFixedDir}
 		if argv, err = inCgroup(cgroup, argv); err != nil {
 			return err
 		}

@@ -163,3 +163,101 @@ func TestNodeMountNamespace(t *testing.T) {
 		t.Errorf("the namespace is still pinned: %v", mountsUnder(dir))
 	}
 }
+
+// A node's cgroup namespace (cgroups.go): a program started as startNodeProc starts it is in its service
+// cgroup of the node, which it sees as /system.slice/NAME.service; the node's /sys/fs/cgroup shows the
+// node's cgroup as the root, with nothing of the machine's beside it; a cgroup made there is made below the
+// node's on the machine; and killing and removing the node's tree leaves nothing.
+func TestNodeCgroupNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it makes cgroups and namespaces")
+	}
+	if _, err := exec.LookPath("nsenter"); err != nil {
+		t.Skip("no nsenter (util-linux)")
+	}
+	hs, err := cgroupHierarchies()
+	if err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	nd := filepath.Join(dir, "nodes", "node1")
+	if err := os.MkdirAll(nd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cg := "/plugsim-test-" + filepath.Base(filepath.Dir(dir)) + "-node1" // t.TempDir's parent is unique
+	t.Cleanup(func() {
+		for _, m := range mountsUnder(dir) {
+			exec.Command("umount", "-l", m).Run()
+		}
+		for _, h := range hs {
+			killCgroupTree(filepath.Join(h.MountPoint, cg))
+			removeCgroupTree(filepath.Join(h.MountPoint, cg))
+		}
+	})
+	if err := makeNodeCgroup(cg); err != nil {
+		t.Fatal(err)
+	}
+	if err := makeNodeMountNS(nd, cg); err != nil {
+		t.Fatal(err)
+	}
+	argv, err := inCgroup(cg+"/"+serviceCgroup("kubelet"), []string{"nsenter", "--mount=" + nodeMountNS(nd), "--cgroup=" + nodeCgroupNS(nd), "--",
+		"sh", "-c", "cat /proc/self/cgroup; echo ---; ls " + hs[0].MountPoint + "; mkdir " + hs[0].MountPoint + "/kubepods"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	own, listing, _ := strings.Cut(string(out), "---\n")
+	for l := range strings.SplitSeq(strings.TrimSpace(own), "\n") {
+		if !strings.HasSuffix(l, ":/system.slice/kubelet.service") {
+			t.Errorf("in the node, /proc/self/cgroup has %q; want every hierarchy at /system.slice/kubelet.service", l)
+		}
+	}
+	if !strings.Contains(listing, "system.slice") || strings.Contains(listing, "plugsim-") {
+		t.Errorf("the node's %s lists:\n%s\nwant its own system.slice and no cgroup of the machine's", hs[0].MountPoint, listing)
+	}
+	if _, err := os.Stat(filepath.Join(hs[0].MountPoint, cg, "kubepods")); err != nil {
+		t.Errorf("a cgroup made in the node is not below the node's cgroup on the machine: %v", err)
+	}
+	// Something left running in the node's cgroup.
+	argv, err = inCgroup(cg+"/"+serviceCgroup("cri-fake"), []string{"sleep", "600"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleep := exec.Command(argv[0], argv[1:]...)
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- sleep.Wait() }()
+	procs := filepath.Join(hs[0].MountPoint, cg, serviceCgroup("cri-fake"), "cgroup.procs")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(procs); strings.TrimSpace(string(b)) != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the process never entered its cgroup")
+		}
+	}
+	if n := killCgroupTree(filepath.Join(hs[0].MountPoint, cg)); n != 1 {
+		t.Errorf("killed %d processes in the node's cgroup, want the one sleep", n)
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the sleep outlived its kill")
+	}
+	for _, m := range mountsUnder(dir) {
+		exec.Command("umount", "-l", m).Run()
+	}
+	for _, h := range hs {
+		if err := removeCgroupTree(filepath.Join(h.MountPoint, cg)); err != nil {
+			t.Error(err)
+		}
+		if _, err := os.Stat(filepath.Join(h.MountPoint, cg)); err == nil {
+			t.Errorf("%s is left", filepath.Join(h.MountPoint, cg))
+		}
+	}
+}
