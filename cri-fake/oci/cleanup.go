@@ -8,11 +8,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
+	"github.com/plugsim/plugsim/internal/cgrouptree"
 	"github.com/plugsim/plugsim/internal/mountinfo"
 )
 
@@ -69,7 +67,7 @@ func CleanupIn(ctx context.Context, stateDir, runcBinary, viewRoot string) error
 			errs = append(errs, fmt.Errorf("%s names %q, not a cgroup directory: left alone", cgroupsFile, d))
 			continue
 		}
-		if err := removeCgroupTree(d); err != nil {
+		if err := cgrouptree.Remove(d); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -114,38 +112,4 @@ func CgroupDirs(stateDir, viewRoot string) ([]string, error) {
 		out = append(out, filepath.Join(mp, viewRoot, strings.TrimPrefix(d, mp)))
 	}
 	return out, nil
-}
-
-// removeCgroupTree kills every process in the cgroups below dir and removes them, deepest first.
-func removeCgroupTree(dir string) error {
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	var tree []string
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			tree = append(tree, p)
-		}
-		return nil
-	})
-	for i := len(tree) - 1; i >= 0; i-- {
-		d := tree[i]
-		for try := 0; ; try++ {
-			procs, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
-			for _, f := range strings.Fields(string(procs)) {
-				if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
-					syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-			err := os.Remove(d)
-			if err == nil || errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			if try == 100 {
-				return fmt.Errorf("remove cgroup %s: %w", d, err)
-			}
-			time.Sleep(20 * time.Millisecond) // the killed processes leave the cgroup as they exit
-		}
-	}
-	return nil
 }

@@ -7,11 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/plugsim/plugsim/internal/mountinfo"
 )
@@ -173,49 +169,3 @@ func clusterCgroups(prefix string) []string {
 
 // ClusterCgroups lists the cgroups the cluster in dir left on the machine (none once `down` ran).
 func ClusterCgroups(dir string) []string { return clusterCgroups(PrefixFor(dir)) }
-
-// killCgroupTree sends SIGKILL to every process in cgroup dir and below it, and returns how many.
-func killCgroupTree(dir string) int {
-	n := 0
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil
-		}
-		procs, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
-		for _, f := range strings.Fields(string(procs)) {
-			if pid, err := strconv.Atoi(f); err == nil && pid > 0 && unix.Kill(pid, unix.SIGKILL) == nil {
-				n++
-			}
-		}
-		return nil
-	})
-	return n
-}
-
-// removeCgroupTree removes a cgroup and every cgroup below it, deepest first: a cgroup directory
-// is removed with rmdir (its files are the kernel's), and only once it has no children and no
-// processes (a process killed leaves its cgroup as it exits: a removal is retried for up to 10 s).
-func removeCgroupTree(dir string) error {
-	var dirs []string
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
-	var errs []error
-	for i := len(dirs) - 1; i >= 0; i-- {
-		for try := 0; ; try++ {
-			err := os.Remove(dirs[i])
-			if err == nil || errors.Is(err, fs.ErrNotExist) {
-				break
-			}
-			if !errors.Is(err, unix.EBUSY) || try == 200 {
-				errs = append(errs, err)
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	return errors.Join(errs...)
-}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/plugsim/plugsim/cri-fake/oci"
+	"github.com/plugsim/plugsim/internal/cgrouptree"
 	"github.com/plugsim/plugsim/internal/mountinfo"
 )
 
@@ -92,7 +93,7 @@ func Down(dir string, out io.Writer) error {
 	// Whatever a node still runs is in its cgroup (cgroups.go): the program containers runc started for
 	// cri-fake (after a kill -9 of cri-fake they still run), and anything they started.
 	for _, cg := range clusterCgroups(prefix) {
-		if n := killCgroupTree(cg); n > 0 {
+		if n := cgrouptree.Kill(cg); n > 0 {
 			did = true
 		}
 	}
@@ -164,7 +165,7 @@ func Down(dir string, out io.Writer) error {
 
 	// The nodes' cgroup roots, once no kubelet makes pod cgroups in them.
 	for _, cg := range clusterCgroups(prefix) { // the prefix derived from dir, never the file's
-		if err := removeCgroupTree(cg); err != nil {
+		if err := cgrouptree.Remove(cg); err != nil {
 			return fmt.Errorf("removing the cgroup %s: %w", cg, err)
 		}
 		did = true

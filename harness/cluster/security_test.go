@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugsim/plugsim/internal/cgrouptree"
 	"github.com/plugsim/plugsim/internal/localuser"
 )
 
@@ -190,8 +191,8 @@ func TestNodeCgroupNamespace(t *testing.T) {
 			exec.Command("umount", "-l", m).Run()
 		}
 		for _, h := range hs {
-			killCgroupTree(filepath.Join(h.MountPoint, cg))
-			removeCgroupTree(filepath.Join(h.MountPoint, cg))
+			cgrouptree.Kill(filepath.Join(h.MountPoint, cg))
+			cgrouptree.Remove(filepath.Join(h.MountPoint, cg))
 		}
 	})
 	if err := makeNodeCgroup(cg); err != nil {
@@ -241,7 +242,7 @@ func TestNodeCgroupNamespace(t *testing.T) {
 			t.Fatal("the process never entered its cgroup")
 		}
 	}
-	if n := killCgroupTree(filepath.Join(hs[0].MountPoint, cg)); n != 1 {
+	if n := cgrouptree.Kill(filepath.Join(hs[0].MountPoint, cg)); n != 1 {
 		t.Errorf("killed %d processes in the node's cgroup, want the one sleep", n)
 	}
 	select {
@@ -253,7 +254,7 @@ func TestNodeCgroupNamespace(t *testing.T) {
 		exec.Command("umount", "-l", m).Run()
 	}
 	for _, h := range hs {
-		if err := removeCgroupTree(filepath.Join(h.MountPoint, cg)); err != nil {
+		if err := cgrouptree.Remove(filepath.Join(h.MountPoint, cg)); err != nil {
 			t.Error(err)
 		}
 		if _, err := os.Stat(filepath.Join(h.MountPoint, cg)); err == nil {
