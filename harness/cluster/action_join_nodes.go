@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/plugsim/plugsim/harness/cluster/nodens"
 	"github.com/plugsim/plugsim/internal/atomicfile"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -38,12 +39,12 @@ func (joinNodes) Execute(c *actionContext) error {
 			return err
 		}
 		// Its cgroup, mount namespace and cgroup namespace, which its kubelet, cri-fake and csi-fake share
-		// (cgroups.go, mountns.go), as an `up` node's.
-		cgroup := nodeCgroup(c.st.Prefix, name)
-		if err := makeNodeCgroup(cgroup); err != nil {
+		// (package nodens), as an `up` node's.
+		cgroup := nodens.NodeCgroup(c.st.Prefix, name)
+		if err := nodens.MakeNodeCgroup(cgroup); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		if err := makeNodeMountNS(nd, cgroup); err != nil {
+		if err := nodens.MakeMountNS(nd, cgroup); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		if err := startCRIFake(c, name, nd, netns); err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/plugsim/plugsim/harness/cluster/nodens"
 	"github.com/plugsim/plugsim/internal/atomicfile"
 )
 
@@ -59,16 +60,16 @@ func startNode(c *actionContext, i int) error {
 	if err := atomicfile.Write(filepath.Join(nd, "resolv.conf"), nodeResolvConf(), 0o644); err != nil {
 		return err
 	}
-	cgroup := nodeCgroup(c.st.Prefix, name)
-	if err := makeNodeCgroup(cgroup); err != nil {
+	cgroup := nodens.NodeCgroup(c.st.Prefix, name)
+	if err := nodens.MakeNodeCgroup(cgroup); err != nil {
 		return err
 	}
 	if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), c.o.KubeletServingCerts), 0o644); err != nil {
 		return err
 	}
 	// Its mount namespace and cgroup namespace, which its kubelet, cri-fake and csi-fakes share
-	// (mountns.go): in them the node's cgroup is the root, the kubelet's cgroupRoot "/" (cgroups.go).
-	if err := makeNodeMountNS(nd, cgroup); err != nil {
+	// (package nodens): in them the node's cgroup is the root, the kubelet's cgroupRoot "/" (package nodens).
+	if err := nodens.MakeMountNS(nd, cgroup); err != nil {
 		return err
 	}
 	if err := startCRIFake(c, name, nd, netns); err != nil {
@@ -172,8 +173,8 @@ func startKubelet(c *actionContext, name, nd, netns, ip string, credentials ...s
 	args := append([]string{
 		"--config", filepath.Join(nd, "kubelet.yaml"),
 		// /var/lib/kubelet, as on any node: in the node's mount namespace it is DIR/nodes/NODE/kubelet
-		// (mountns.go).
-		"--root-dir", kubeletFixedDir,
+		// (package nodens).
+		"--root-dir", nodens.KubeletFixedDir,
 		"--hostname-override", name,
 		// Without it the kubelet resolves its host name through DNS (no server in reach: 10 s a lookup).
 		"--node-ip", ip,
@@ -181,7 +182,7 @@ func startKubelet(c *actionContext, name, nd, netns, ip string, credentials ...s
 	if !slices.Contains(credentials, "--cert-dir") {
 		// Where a kubeadm node keeps them: the certificate the kubelet makes itself (self-signed) or the
 		// one its CSR brought (serverTLSBootstrap).
-		args = append(args, "--cert-dir", filepath.Join(kubeletFixedDir, "pki"))
+		args = append(args, "--cert-dir", filepath.Join(nodens.KubeletFixedDir, "pki"))
 	}
 	labels := NodeKindLabel + "=plugsim"
 	if c.join != nil {
@@ -195,7 +196,7 @@ func startKubelet(c *actionContext, name, nd, netns, ip string, credentials ...s
 }
 
 // kubeletConfig is a node's KubeletConfiguration: pod cgroups (cgroupsPerQOS) under the root of the
-// node's cgroup namespace, which is the node's own cgroup (cgroups.go; cgroupfs, nothing enforced on the
+// node's cgroup namespace, which is the node's own cgroup (package nodens; cgroupfs, nothing enforced on the
 // node's allocatable), serving on the node's address with the serving certificate the mode says
 // (serving.go; a joining machine's nodes serve self-signed: it has no key of the cluster's CA), and
 // checking callers against the API server (webhook authentication and authorisation).

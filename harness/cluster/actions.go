@@ -18,6 +18,7 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/ns"
 
+	"github.com/plugsim/plugsim/harness/cluster/nodens"
 	"github.com/plugsim/plugsim/internal/atomicfile"
 )
 
@@ -168,17 +169,17 @@ func (c *actionContext) startProc(name, netns, bin string, args []string, extra 
 }
 
 // startNodeProc starts program (its kubelet, cri-fake, csi-fakes) of node nd in the node's network
-// namespace and its mount namespace (mountns.go), working in DIR there too (nsenter --wd: entering a mount
+// namespace and its mount namespace (package nodens), working in DIR there too (nsenter --wd: entering a mount
 // namespace would otherwise leave it at the namespace's root); where the node has a cgroup namespace, in
-// it too, in the program's cgroup of the node (cgroups.go).
+// it too, in the program's cgroup of the node (package nodens).
 func (c *actionContext) startNodeProc(node, program, netns, nd, bin string, args []string) (*exec.Cmd, error) {
 	name := node + "-" + program
-	argv := []string{"nsenter", "--net=" + nsPath(netns), "--mount=" + nodeMountNS(nd), "--wd=" + c.o.Dir}
-	if nsInode(nodeCgroupNS(nd)) == 0 {
+	argv := []string{"nsenter", "--net=" + nsPath(netns), "--mount=" + nodens.MountNS(nd), "--wd=" + c.o.Dir}
+	if nodens.NSInode(nodens.CgroupNS(nd)) == 0 {
 		return c.startArgv(name, append(append(argv, "--", bin), args...))
 	}
-	argv = append(argv, "--cgroup="+nodeCgroupNS(nd), "--", bin)
-	argv, err := inCgroup(nodeCgroup(c.st.Prefix, node)+"/"+serviceCgroup(program), append(argv, args...))
+	argv = append(argv, "--cgroup="+nodens.CgroupNS(nd), "--", bin)
+	argv, err := nodens.InCgroup(nodens.NodeCgroup(c.st.Prefix, node)+"/"+nodens.ServiceCgroup(program), append(argv, args...))
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +204,7 @@ func (c *actionContext) startArgv(name string, argv []string, extra ...*os.File)
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := Process{Name: name, PID: cmd.Process.Pid}
-	// nsenter without --fork execs the program in place (and inCgroup's shell execs nsenter): the pid
+	// nsenter without --fork execs the program in place (and nodens.InCgroup's shell execs nsenter): the pid
 	// stays the program's.
 	p.Start, _ = procStart(p.PID)
 	if err := c.st.addProcess(p); err != nil {

@@ -19,8 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/plugsim/plugsim/cri-fake/oci"
+	"github.com/plugsim/plugsim/harness/cluster/nodens"
 	"github.com/plugsim/plugsim/internal/cgrouptree"
-	"github.com/plugsim/plugsim/internal/mountinfo"
 )
 
 // stopGrace is how long a process gets between TERM and KILL.
@@ -31,7 +31,7 @@ const stopGrace = 10 * time.Second
 // kubelet's bind-mounted root dir, the tmpfs of secret and projected volumes, csi-fake's publishes,
 // cri-fake's pod network namespaces), every mount under dir, its network namespaces (with them the
 // veths, routes and portmap's iptables rules, which live only there), and the nodes' cgroups
-// (cgroups.go). It keeps the logs and the certificates. With nothing to stop it does nothing and says so.
+// (package nodens). It keeps the logs and the certificates. With nothing to stop it does nothing and says so.
 //
 // It acts only on what is the cluster's own, whatever DIR/cluster.json says: a directory another local
 // user made or could change is refused (CheckDir); a process is signalled only when it is still the
@@ -90,9 +90,9 @@ func Down(dir string, out io.Writer) error {
 		did = true
 	}
 
-	// Whatever a node still runs is in its cgroup (cgroups.go): the program containers runc started for
+	// Whatever a node still runs is in its cgroup (package nodens): the program containers runc started for
 	// cri-fake (after a kill -9 of cri-fake they still run), and anything they started.
-	for _, cg := range clusterCgroups(prefix) {
+	for _, cg := range nodens.Cgroups(prefix) {
 		if n := cgrouptree.Kill(cg); n > 0 {
 			did = true
 		}
@@ -102,8 +102,8 @@ func Down(dir string, out io.Writer) error {
 	for _, nd := range nodeDirs(dir) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		view := "/"
-		if nsInode(nodeCgroupNS(nd)) != 0 {
-			view = nodeCgroup(prefix, filepath.Base(nd)) // its cri-fake's cgroup namespace (cgroups.go)
+		if nodens.NSInode(nodens.CgroupNS(nd)) != 0 {
+			view = nodens.NodeCgroup(prefix, filepath.Base(nd)) // its cri-fake's cgroup namespace (package nodens)
 		}
 		err := oci.CleanupIn(ctx, filepath.Join(nd, "cri", "oci"), cmp.Or(st.Runc, "runc"), view)
 		cancel()
@@ -113,7 +113,7 @@ func Down(dir string, out io.Writer) error {
 	}
 	// Each node's mount namespace, found by the layout of dir (not by the state file).
 	for _, nd := range nodeDirs(dir) {
-		m, err := clearNodeMountNS(nd)
+		m, err := nodens.ClearMountNS(nd)
 		if err != nil {
 			return err
 		}
@@ -122,7 +122,7 @@ func Down(dir string, out io.Writer) error {
 
 	// Deepest first: a mount under another must go before it.
 	for i := 0; i < 5; i++ {
-		m := mountsUnder(dir)
+		m := nodens.MountsUnder(dir)
 		if len(m) == 0 {
 			break
 		}
@@ -132,7 +132,7 @@ func Down(dir string, out io.Writer) error {
 			unix.Unmount(p, unix.MNT_DETACH)
 		}
 	}
-	if m := mountsUnder(dir); len(m) > 0 {
+	if m := nodens.MountsUnder(dir); len(m) > 0 {
 		return fmt.Errorf("mounts left under %s: %s", dir, strings.Join(m, ", "))
 	}
 
@@ -164,7 +164,7 @@ func Down(dir string, out io.Writer) error {
 	}
 
 	// The nodes' cgroup roots, once no kubelet makes pod cgroups in them.
-	for _, cg := range clusterCgroups(prefix) { // the prefix derived from dir, never the file's
+	for _, cg := range nodens.Cgroups(prefix) { // the prefix derived from dir, never the file's
 		if err := cgrouptree.Remove(cg); err != nil {
 			return fmt.Errorf("removing the cgroup %s: %w", cg, err)
 		}
@@ -242,19 +242,6 @@ func stop(procs []Process, dir string) (killed []string) {
 	return killed
 }
 
-// mountsUnder lists the mount points at or below dir in this mount namespace (the host's: what each node
-// mounts is in its own, see clearNodeMountNS).
-func mountsUnder(dir string) []string {
-	b, _ := os.ReadFile("/proc/self/mountinfo")
-	var out []string
-	for _, m := range mountinfo.Parse(b) {
-		if m.MountPoint == dir || strings.HasPrefix(m.MountPoint, dir+"/") {
-			out = append(out, m.MountPoint)
-		}
-	}
-	return out
-}
-
 // leaveCluster deletes a joining machine's Node objects and its bootstrap token from the cluster it
 // joined. Objects already gone are fine; a cluster that cannot be reached is an error that names what is
 // left, so a second `down` can try again (the state file stays until then).
@@ -280,3 +267,6 @@ func leaveCluster(st *State, out io.Writer) error {
 	}
 	return nil
 }
+
+// ClusterCgroups lists the cgroups the cluster in dir left on the machine (none once `down` ran).
+func ClusterCgroups(dir string) []string { return nodens.Cgroups(PrefixFor(dir)) }

@@ -17,7 +17,7 @@ import (
 // The second cap is on watches, fs.inotify.max_user_watches (192546 here). A kubelet's cAdvisor watches
 // every directory of the cgroup hierarchies it reads, from each hierarchy's root (cadvisor
 // container/raw/watcher.go). Each node's kubelet sees its own node's cgroups only (its cgroup
-// namespace, cgroups.go), so the watches grow with the nodes and their pods. Counted from the fdinfo
+// namespace, package nodens), so the watches grow with the nodes and their pods. Counted from the fdinfo
 // of the kubelets' inotify instances on 2- and 3-node clusters (2026-12-04): 89 to 124 a kubelet with
 // its node's DaemonSet and CoreDNS pods, and 5 more for each pod of its node (its pod cgroup in the 5 hierarchies
 // cAdvisor reads; 600 at 100 pods a node). Before the nodes had cgroup namespaces every kubelet

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plugsim/plugsim/harness/cluster/nodens"
 	"github.com/plugsim/plugsim/internal/atomicfile"
 	"github.com/plugsim/plugsim/internal/statedir"
 )
@@ -171,7 +172,7 @@ func prepareDir(dir string) error {
 		if _, err := os.Stat(filepath.Join(dir, markerFile)); err != nil {
 			return fmt.Errorf("%s is not empty and holds no cluster: give `--dir` a new or empty directory", dir)
 		}
-		if m := mountsUnder(dir); len(m) > 0 {
+		if m := nodens.MountsUnder(dir); len(m) > 0 {
 			return fmt.Errorf("%s still has mounts (%s): run `harness cluster down --dir %s`", dir, m[0], dir)
 		}
 		for _, e := range entries {

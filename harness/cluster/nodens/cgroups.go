@@ -1,4 +1,4 @@
-package cluster
+package nodens
 
 import (
 	"errors"
@@ -19,14 +19,14 @@ import (
 // (cri-fake's containers are simulated), the kubelet makes and removes them, and their limits
 // limit nothing. `up` makes each node's root, `down` removes it with everything below.
 
-// nodeCgroup is the cgroup root of a node of the cluster with the given namespace prefix: one per
+// NodeCgroup is the cgroup root of a node of the cluster with the given namespace prefix: one per
 // node, named like its network namespace, at the top of every hierarchy.
-func nodeCgroup(prefix, node string) string { return "/" + prefix + "-" + node }
+func NodeCgroup(prefix, node string) string { return "/" + prefix + "-" + node }
 
-// cgroupHierarchies are the mount points of the machine's cgroup hierarchies: each cgroup v1
+// Hierarchies are the mount points of the machine's cgroup hierarchies: each cgroup v1
 // hierarchy the kubelet may look in (its controllers', and name=systemd's), or the one cgroup v2
 // hierarchy.
-func cgroupHierarchies() ([]mountinfo.Mount, error) {
+func Hierarchies() ([]mountinfo.Mount, error) {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
@@ -63,13 +63,13 @@ func cgroupHierarchies() ([]mountinfo.Mount, error) {
 // nodeServices are the cgroups below a node's root its processes run in, by program.
 var nodeServices = []string{"kubelet", "cri-fake", "csi-fake-ephemeral"}
 
-// serviceCgroup is the cgroup, below the node's root, that a node's program runs in.
-func serviceCgroup(program string) string { return "system.slice/" + program + ".service" }
+// ServiceCgroup is the cgroup, below the node's root, that a node's program runs in.
+func ServiceCgroup(program string) string { return "system.slice/" + program + ".service" }
 
-// makeNodeCgroup makes the cgroup root of a node in every hierarchy (the kubelet refuses a
+// MakeNodeCgroup makes the cgroup root of a node in every hierarchy (the kubelet refuses a
 // cgroupRoot missing from one), and below it the cgroups its programs run in.
-func makeNodeCgroup(name string) error {
-	hs, err := cgroupHierarchies()
+func MakeNodeCgroup(name string) error {
+	hs, err := Hierarchies()
 	if err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func makeNodeCgroup(name string) error {
 			return err
 		}
 		for _, s := range nodeServices {
-			if err := makeCgroup(h, name+"/"+serviceCgroup(s)); err != nil {
+			if err := makeCgroup(h, name+"/"+ServiceCgroup(s)); err != nil {
 				return err
 			}
 		}
@@ -120,7 +120,7 @@ func makeCgroup(h mountinfo.Mount, rel string) error {
 // procsFiles are the cgroup.procs files of cgroup rel in every hierarchy: a process that writes its
 // pid to each is in rel everywhere.
 func procsFiles(rel string) ([]string, error) {
-	hs, err := cgroupHierarchies()
+	hs, err := Hierarchies()
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func procsFiles(rel string) ([]string, error) {
 // superblock twice on one mount point); on cgroup v1 the options name the hierarchy's controllers
 // (its superblock options).
 func cgroupMountScript() (string, error) {
-	hs, err := cgroupHierarchies()
+	hs, err := Hierarchies()
 	if err != nil {
 		return "", err
 	}
@@ -151,10 +151,10 @@ func cgroupMountScript() (string, error) {
 	return strings.TrimPrefix(b.String(), " && "), nil
 }
 
-// clusterCgroups lists the cgroups of the cluster with the given prefix: every node's root, in
+// Cgroups lists the cgroups of the cluster with the given prefix: every node's root, in
 // every hierarchy (found by name, so also after a crash).
-func clusterCgroups(prefix string) []string {
-	hs, _ := cgroupHierarchies()
+func Cgroups(prefix string) []string {
+	hs, _ := Hierarchies()
 	var out []string
 	for _, h := range hs {
 		entries, _ := os.ReadDir(h.MountPoint)
@@ -166,6 +166,3 @@ func clusterCgroups(prefix string) []string {
 	}
 	return out
 }
-
-// ClusterCgroups lists the cgroups the cluster in dir left on the machine (none once `down` ran).
-func ClusterCgroups(dir string) []string { return clusterCgroups(PrefixFor(dir)) }

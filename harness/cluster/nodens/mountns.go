@@ -1,4 +1,4 @@
-package cluster
+package nodens
 
 import (
 	"fmt"
@@ -39,22 +39,22 @@ import (
 //
 // On the host this leaves only an empty /var/lib/kubelet, made if there was none, as the mount point.
 
-// kubeletFixedDir is where the kubelet keeps the files it does not put under --root-dir.
-const kubeletFixedDir = "/var/lib/kubelet"
+// KubeletFixedDir is where the kubelet keeps the files it does not put under --root-dir.
+const KubeletFixedDir = "/var/lib/kubelet"
 
-func nodeNSDir(nd string) string        { return filepath.Join(nd, "ns") }
-func nodeMountNS(nd string) string      { return filepath.Join(nd, "ns", "mnt") }
-func nodeCgroupNS(nd string) string     { return filepath.Join(nd, "ns", "cgroup") }
-func nodeKubeletFixed(nd string) string { return filepath.Join(nd, "kubelet") }
+func nodeNSDir(nd string) string    { return filepath.Join(nd, "ns") }
+func MountNS(nd string) string      { return filepath.Join(nd, "ns", "mnt") }
+func CgroupNS(nd string) string     { return filepath.Join(nd, "ns", "cgroup") }
+func KubeletFixed(nd string) string { return filepath.Join(nd, "kubelet") }
 
-// makeNodeMountNS makes node nd's mount namespace and pins it at nodeMountNS(nd). With a cgroup (the
+// MakeMountNS makes node nd's mount namespace and pins it at MountNS(nd). With a cgroup (the
 // node's root, cgroups.go) it also makes the node's cgroup namespace, rooted there and pinned at
-// nodeCgroupNS(nd), and mounts the cgroup hierarchies in the mount namespace from inside it.
-func makeNodeMountNS(nd, cgroup string) error {
-	if err := os.MkdirAll(kubeletFixedDir, 0o755); err != nil {
+// CgroupNS(nd), and mounts the cgroup hierarchies in the mount namespace from inside it.
+func MakeMountNS(nd, cgroup string) error {
+	if err := os.MkdirAll(KubeletFixedDir, 0o755); err != nil {
 		return err
 	}
-	own := nodeKubeletFixed(nd)
+	own := KubeletFixed(nd)
 	if err := os.MkdirAll(own, 0o700); err != nil {
 		return err
 	}
@@ -68,9 +68,9 @@ func makeNodeMountNS(nd, cgroup string) error {
 	if err := unix.Mount("", nsDir, "", unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make %s private: %w", nsDir, err)
 	}
-	pins := []string{nodeMountNS(nd)}
+	pins := []string{MountNS(nd)}
 	if cgroup != "" {
-		pins = append(pins, nodeCgroupNS(nd))
+		pins = append(pins, CgroupNS(nd))
 	}
 	for _, file := range pins {
 		f, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL|os.O_RDONLY|syscall.O_NOFOLLOW, 0o600)
@@ -83,7 +83,7 @@ func makeNodeMountNS(nd, cgroup string) error {
 	// file from the host's side; the bind of /var/lib/kubelet is made inside it. A process of its own, not
 	// a thread of this one: Go may run any goroutine on the main thread, and a main thread moved into
 	// another mount namespace would take the whole process's /proc/self view with it.
-	argv := []string{"unshare", "--mount=" + nodeMountNS(nd), "--propagation", "private", "--", "mount", "--bind", own, kubeletFixedDir}
+	argv := []string{"unshare", "--mount=" + MountNS(nd), "--propagation", "private", "--", "mount", "--bind", own, KubeletFixedDir}
 	if cgroup != "" {
 		// A new cgroup namespace's root is the cgroup its maker is in: the shell moves itself into the
 		// node's root first, then unshare makes both namespaces and the hierarchies are mounted inside.
@@ -91,9 +91,9 @@ func makeNodeMountNS(nd, cgroup string) error {
 		if err != nil {
 			return err
 		}
-		argv = []string{"unshare", "--mount=" + nodeMountNS(nd), "--cgroup=" + nodeCgroupNS(nd), "--propagation", "private",
-			"--", "sh", "-c", `mount --bind "$1" "$2" && ` + mounts, "sh", own, kubeletFixedDir}
-		if argv, err = inCgroup(cgroup, argv); err != nil {
+		argv = []string{"unshare", "--mount=" + MountNS(nd), "--cgroup=" + CgroupNS(nd), "--propagation", "private",
+			"--", "sh", "-c", `mount --bind "$1" "$2" && ` + mounts, "sh", own, KubeletFixedDir}
+		if argv, err = InCgroup(cgroup, argv); err != nil {
 			return err
 		}
 	}
@@ -104,10 +104,10 @@ func makeNodeMountNS(nd, cgroup string) error {
 	return nil
 }
 
-// inCgroup returns argv run by a shell that first moves itself into cgroup (a path from the root of
+// InCgroup returns argv run by a shell that first moves itself into cgroup (a path from the root of
 // every hierarchy) and then execs it: what it execs, and its children, start there. The pid stays the
 // shell's, which becomes the program's.
-func inCgroup(cgroup string, argv []string) ([]string, error) {
+func InCgroup(cgroup string, argv []string) ([]string, error) {
 	files, err := procsFiles(cgroup)
 	if err != nil {
 		return nil, err
@@ -127,9 +127,9 @@ func nodeMounts(file string) ([]mountinfo.Mount, error) {
 	return mountinfo.Parse(out), nil
 }
 
-// nsInode is the inode that names the namespace pinned at path (what /proc/PID/ns/mnt reads as
+// NSInode is the inode that names the namespace pinned at path (what /proc/PID/ns/mnt reads as
 // "mnt:[INODE]"), or 0 when nothing is pinned there.
-func nsInode(path string) uint64 {
+func NSInode(path string) uint64 {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil || st.Ino == 0 {
 		return 0
@@ -141,8 +141,8 @@ func nsInode(path string) uint64 {
 	return st.Ino
 }
 
-// inNamespace lists the processes whose mount namespace has inode ino.
-func inNamespace(ino uint64) []int {
+// InNamespace lists the processes whose mount namespace has inode ino.
+func InNamespace(ino uint64) []int {
 	want := "mnt:[" + strconv.FormatUint(ino, 10) + "]"
 	entries, _ := os.ReadDir("/proc")
 	var out []int
@@ -158,22 +158,26 @@ func inNamespace(ino uint64) []int {
 	return out
 }
 
-// clearNodeMountNS takes away node nd's mount namespace, once its processes were stopped: whatever still
+// killWait bounds how long ClearMountNS waits for the processes it killed to leave the namespace (what
+// `down` gives a process between TERM and KILL).
+const killWait = 10 * time.Second
+
+// ClearMountNS takes away node nd's mount namespace, once its processes were stopped: whatever still
 // runs in it (only what `up` started there, and their children, ever enters it) is killed, and its mounts
 // are detached from inside, deepest first; it returns how many. The pinning mount itself goes with the
 // other mounts under the cluster's directory, and with it the namespace.
-func clearNodeMountNS(nd string) (int, error) {
-	file := nodeMountNS(nd)
-	ino := nsInode(file)
+func ClearMountNS(nd string) (int, error) {
+	file := MountNS(nd)
+	ino := NSInode(file)
 	if ino == 0 {
 		return 0, nil
 	}
-	left := inNamespace(ino)
+	left := InNamespace(ino)
 	for _, pid := range left {
 		unix.Kill(pid, unix.SIGKILL)
 	}
-	for deadline := time.Now().Add(stopGrace); len(left) > 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		left = inNamespace(ino)
+	for deadline := time.Now().Add(killWait); len(left) > 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		left = InNamespace(ino)
 	}
 	if len(left) > 0 {
 		return 0, fmt.Errorf("processes %v still run in %s's mount namespace after SIGKILL", left, filepath.Base(nd))
@@ -185,7 +189,7 @@ func clearNodeMountNS(nd string) (int, error) {
 	dir := filepath.Dir(filepath.Dir(nd))
 	var points []string
 	for _, m := range mounts {
-		if under(m.MountPoint, dir) || under(m.MountPoint, kubeletFixedDir) {
+		if under(m.MountPoint, dir) || under(m.MountPoint, KubeletFixedDir) {
 			points = append(points, m.MountPoint)
 		}
 	}
@@ -203,3 +207,16 @@ func clearNodeMountNS(nd string) (int, error) {
 
 // under reports whether p is dir or below it.
 func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+// MountsUnder lists the mount points at or below dir in this mount namespace (the host's: what each node
+// mounts is in its own, see clearNodeMountNS).
+func MountsUnder(dir string) []string {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	var out []string
+	for _, m := range mountinfo.Parse(b) {
+		if m.MountPoint == dir || strings.HasPrefix(m.MountPoint, dir+"/") {
+			out = append(out, m.MountPoint)
+		}
+	}
+	return out
+}
