@@ -125,25 +125,44 @@ func measure(m proto.Message) measured {
 	if !cut {
 		return measured{msg: m, size: size, kept: kept}
 	}
-	p := pm.New()
-	pm.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		i := index(lists, fd)
-		if i < 0 {
-			p.Set(fd, v) // at most MaxPayload (above)
-			return true
-		}
-		l, pl := v.List(), p.Mutable(fd).List()
-		for k := range keep[i] {
-			pl.Append(l.Get(k))
-		}
-		return true
-	})
+	// Encoded here, field by field, rather than as a message holding the prefixes (as the
+	// lists' own elements): building that message by reflection and marshalling it sized every
+	// kept element twice more (BenchmarkRelistTraced: 2.0 ms then, 1.8 ms now, with the map
+	// keys sorted, against 10.5 ms for gRPC to encode the whole answer). The other
+	// fields come first and the lists after them, each element as the tag, length and bytes a
+	// repeated field is encoded as; a decoder reads fields in any order (protobuf's encoding
+	// guide, "Field Order"). The elements were sized just above (elemSize), so their cached
+	// sizes stand: nothing mutates a handler's answer while it is being sent.
+	//
 	// Kept encoded: nothing of the handler's messages stays referenced (a handler may allocate a
 	// listing's elements together, as cri-fake's list handlers do, and a pointer into that array
 	// would keep all of it), and the bytes are a quarter of the messages' heap.
-	wire, err := proto.Marshal(p.Interface())
+	wire := make([]byte, 0, kept)
+	var err error
+	if others > 0 {
+		r := pm.New()
+		pm.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+			if !isIn(lists, fd) {
+				r.Set(fd, v) // at most MaxPayload (above)
+			}
+			return true
+		})
+		wire, err = proto.MarshalOptions{Deterministic: true}.MarshalAppend(wire, r.Interface())
+	}
+	// Deterministic (maps in key order), so that an answer that did not change encodes to the
+	// same bytes and shares the last one's (Recorder.sharedPrefixLocked).
+	cached := proto.MarshalOptions{UseCachedSize: true, Deterministic: true}
+	for i, fd := range lists {
+		l := pm.Get(fd).List()
+		for k := 0; k < keep[i] && err == nil; k++ {
+			e := l.Get(k).Message().Interface()
+			wire = protowire.AppendTag(wire, fd.Number(), protowire.BytesType)
+			wire = protowire.AppendVarint(wire, uint64(cached.Size(e)))
+			wire, err = cached.MarshalAppend(wire, e)
+		}
+	}
 	if err != nil {
-		return measured{msg: proto.Clone(p.Interface()), size: size, kept: kept, cut: true}
+		return measured{msg: pm.New().Interface(), size: size, cut: true}
 	}
 	return measured{msg: pm.New().Interface(), wire: wire, size: size, kept: kept, cut: true}
 }

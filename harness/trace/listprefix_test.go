@@ -240,3 +240,43 @@ func TestCutListingKeepsItsWireBytes(t *testing.T) {
 		t.Fatalf("the kept prefix: %d containers (%v), first %v", len(kept.Containers), err, kept.Containers)
 	}
 }
+
+// A relist answered the same second after second (a node where nothing changes) keeps one copy
+// of its prefix for all its events, and the first answer that differs keeps its own.
+func TestUnchangedListingSharesItsPrefix(t *testing.T) {
+	const calls = 40
+	r, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range calls {
+		serve(t, r, "/runtime.v1.RuntimeService/ListPodSandbox", &runtimeapi.ListPodSandboxRequest{}, sandboxes(10_000))
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 3*listBudget {
+		t.Fatalf("%d equal cut listings: the heap grew by %.1f MB, over three budgets (%.1f MB)", calls, float64(grown)/1e6, 3*float64(listBudget)/1e6)
+	}
+	changed := sandboxes(10_000)
+	changed.Items[1].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	serve(t, r, "/runtime.v1.RuntimeService/ListPodSandbox", &runtimeapi.ListPodSandboxRequest{}, changed)
+	serve(t, r, "/runtime.v1.RuntimeService/ListPodSandbox", &runtimeapi.ListPodSandboxRequest{}, sandboxes(10_000))
+	ev := r.Events()
+	states := func(e Event) []runtimeapi.PodSandboxState {
+		var kept runtimeapi.ListPodSandboxResponse
+		if err := protoUnmarshalJSON(e.Response, &kept); err != nil || len(kept.Items) < 2 {
+			t.Fatalf("the kept prefix: %d sandboxes (%v)", len(kept.Items), err)
+		}
+		return []runtimeapi.PodSandboxState{kept.Items[0].State, kept.Items[1].State}
+	}
+	ready, notReady := runtimeapi.PodSandboxState_SANDBOX_READY, runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	for i, want := range [][]runtimeapi.PodSandboxState{{ready, ready}, {ready, notReady}, {ready, ready}} {
+		if got := states(ev[len(ev)-3+i]); got[0] != want[0] || got[1] != want[1] {
+			t.Fatalf("event %d of the last 3: sandboxes %v, want %v", i, got, want)
+		}
+	}
+}

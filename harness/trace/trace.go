@@ -8,12 +8,15 @@ package trace
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"sync"
 	"time"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/plugsim/plugsim/harness/trace/event"
 )
@@ -78,6 +81,11 @@ type Recorder struct {
 	w        *bufio.Writer
 	subs     map[chan Event]struct{}
 	close    sync.Once
+	// prefixes is the wire prefix the last cut message of each type kept (see measure), which
+	// the next one of that type shares when its own is the same: a node's relist answers are
+	// the same second after second while nothing changes, and the ring holds dozens of them.
+	// One per message type with long lists: bounded by the types compiled in.
+	prefixes map[protoreflect.FullName][]byte
 }
 
 // New returns a Recorder. It fails only when the trace file cannot be opened.
@@ -173,6 +181,7 @@ func (r *Recorder) recordCall(c call) {
 	size := c.size(req, resp)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	req.wire, resp.wire = r.sharedPrefixLocked(req), r.sharedPrefixLocked(resp)
 	r.seq++
 	c.seq = r.seq
 	if r.w != nil || len(r.subs) > 0 {
@@ -195,6 +204,23 @@ func (r *Recorder) recordCall(c call) {
 		return
 	}
 	r.storeLocked(slot{call: c, size: size})
+}
+
+// sharedPrefixLocked returns m's kept wire prefix, or the equal one the last cut message of its
+// type kept, so that the ring holds one copy of a listing's prefix that did not change.
+func (r *Recorder) sharedPrefixLocked(m measured) []byte {
+	if m.wire == nil {
+		return nil
+	}
+	name := m.msg.ProtoReflect().Descriptor().FullName()
+	if last := r.prefixes[name]; bytes.Equal(last, m.wire) {
+		return last
+	}
+	if r.prefixes == nil {
+		r.prefixes = map[protoreflect.FullName][]byte{}
+	}
+	r.prefixes[name] = m.wire
+	return m.wire
 }
 
 // storeLocked puts s in the ring, dropping the oldest events while the ring is full by count or
