@@ -194,6 +194,8 @@ func (s *Scaffold) NewGRPC(unary []grpc.UnaryServerInterceptor, stream []grpc.St
 		grpc.ChainUnaryInterceptor(append(slices.Clip(unary), s.recoverUnary)...),
 		grpc.ChainStreamInterceptor(append(slices.Clip(stream), s.recoverStream)...),
 		grpc.MaxRecvMsgSize(s.maxMsgSize), grpc.MaxSendMsgSize(s.maxMsgSize),
+		// gRPC's protobuf codec but for the buffers of answers over 1 MiB (codec.go).
+		grpc.ForceServerCodecV2(wireCodec{}),
 		// Calls run on a few long-lived worker goroutines instead of a new goroutine per call,
 		// whose stack would grow (and be copied) through the interceptors and the handler on
 		// every call: about a tenth of a kubelet-style pod lifecycle over the socket (cri-fake's
