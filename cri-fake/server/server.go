@@ -190,6 +190,7 @@ func Start(opts Options) (_ *Server, retErr error) {
 		SocketMode: opts.SocketMode, AdminSocketMode: opts.AdminSocketMode, SocketGroup: opts.SocketGroup,
 		MaxMsgSize: fakeserver.CRIMaxMsgSize,
 		Log:        s.log,
+		Encode:     encodeListing, // the relist's answers (listwire.go)
 	}); err != nil {
 		return nil, err
 	}

@@ -22,13 +22,22 @@ const pooledAnswerMax = 1 << 20
 // cri-fake's heap, the collector counted it as live, and the process grew by twice that. Such an
 // answer is encoded into a buffer of its own here, garbage once sent; the pooled tiers up to
 // 1 MiB are used as gRPC uses them.
-type wireCodec struct{}
+//
+// encode, when set, encodes the answers it knows instead (Config.Encode).
+type wireCodec struct {
+	encode func(any) ([]byte, bool)
+}
 
 var _ encoding.CodecV2 = wireCodec{}
 
 func (wireCodec) Name() string { return "proto" }
 
-func (wireCodec) Marshal(v any) (mem.BufferSlice, error) {
+func (c wireCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if c.encode != nil {
+		if b, ok := c.encode(v); ok {
+			return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+		}
+	}
 	m := messageOf(v)
 	if m == nil {
 		return nil, fmt.Errorf("proto: cannot marshal %T, want a proto.Message", v)
