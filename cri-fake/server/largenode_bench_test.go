@@ -89,8 +89,15 @@ func serveLargeNode(name, socket string) int {
 	fmt.Println("ready")
 	io.Copy(io.Discard, os.Stdin)
 	// PLUGSIM_LARGE_NODE_HEAPPROFILE=DIR writes each child's heap profile (DIR/NAME.heap) when
-	// the benchmark is done with it, loaded and listed: what its memory holds.
+	// the benchmark is done with it, loaded and listed: what its memory holds; and, on its
+	// standard error, where the runtime's memory went before that last collection.
 	if dir := os.Getenv("PLUGSIM_LARGE_NODE_HEAPPROFILE"); dir != "" {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		mib := func(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+		fmt.Fprintf(os.Stderr, "large node: %s: heap in use %s (allocated %s, next collection at %s), idle %s of which released %s; stacks %s; runtime metadata %s; %d collections, %.1f%% of CPU\n",
+			name, mib(ms.HeapInuse), mib(ms.HeapAlloc), mib(ms.NextGC), mib(ms.HeapIdle), mib(ms.HeapReleased), mib(ms.StackSys),
+			mib(ms.MSpanSys+ms.MCacheSys+ms.BuckHashSys+ms.GCSys+ms.OtherSys), ms.NumGC, 100*ms.GCCPUFraction)
 		if f, err := os.Create(filepath.Join(dir, name+".heap")); err == nil {
 			runtime.GC()
 			pprof.WriteHeapProfile(f)
@@ -166,6 +173,20 @@ func (c *largeNodeChild) rssKiB(b *testing.B) (rss, hwm int64) {
 		}
 	}
 	return rss, hwm
+}
+
+// cpu is the CPU time the child has used (user and system: /proc/PID/stat's utime and stime,
+// in clock ticks of 1/100 s as on Linux).
+func (c *largeNodeChild) cpu(b *testing.B) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses and may hold spaces.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // load runs pods sandboxes with perPod running containers each, from a few clients at once as
@@ -365,12 +386,13 @@ func BenchmarkLargeNode(b *testing.B) {
 			ratio(c.name, "cri-fake"), ratio(c.name, "cri-fake-silent"))
 		b.ReportMetric(ratio(c.name, "cri-fake"), c.name+"-ratio")
 	}
-	rss, hwm := map[string]int64{}, map[string]int64{}
+	rss, hwm, cpu := map[string]int64{}, map[string]int64{}, map[string]time.Duration{}
 	for _, name := range names {
 		rss[name], hwm[name] = children[name].rssKiB(b)
+		cpu[name] = children[name].cpu(b)
 	}
 	for _, name := range names {
-		fmt.Printf("  RSS of %-16s %7.1f MiB (peak %.1f MiB), %.2fx\n", name, float64(rss[name])/1024, float64(hwm[name])/1024, float64(rss[name])/float64(rss["cri-client-fake"]))
+		fmt.Printf("  RSS of %-16s %7.1f MiB (peak %.1f MiB), %.2fx; CPU time, loading and listing: %.1f s\n", name, float64(rss[name])/1024, float64(hwm[name])/1024, float64(rss[name])/float64(rss["cri-client-fake"]), cpu[name].Seconds())
 	}
 	b.ReportMetric(float64(rss["cri-fake"])/float64(rss["cri-client-fake"]), "RSS-ratio")
 }

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc/mem"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 )
 
