@@ -29,7 +29,7 @@ type clusterDNS struct{}
 func (clusterDNS) Name() string { return "deploy CoreDNS (kube-dns)" }
 
 const (
-	dnsIP          = "198.19.0.10" // the tenth address of serviceCIDR, as kubeadm picks it (GetDNSIP)
+	dnsIP          = "198.18.128.10" // the tenth address of serviceCIDR, as kubeadm picks it (GetDNSIP)
 	dnsDomain      = "cluster.local"
 	corednsImage   = "registry.k8s.io/coredns/coredns:v1.15.0"
 	corednsProgram = "programs/coredns" // under BinDir: where cri-fake (--program-dir beside its runc) finds it

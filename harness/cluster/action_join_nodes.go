@@ -35,7 +35,7 @@ func (joinNodes) Execute(c *actionContext) error {
 		if err := atomicfile.Write(filepath.Join(nd, "resolv.conf"), nodeResolvConf(), 0o644); err != nil {
 			return err
 		}
-		if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), ServingSelfSigned), 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), ServingSelfSigned), 0o600); err != nil {
 			return err
 		}
 		// Its cgroup, mount namespace and cgroup namespace, which its kubelet, cri-fake and csi-fake share

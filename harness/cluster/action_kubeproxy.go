@@ -14,7 +14,8 @@ import (
 
 // kubeProxy runs the real kube-proxy v1.37.2 on every node, in the node's network namespace, as k3s runs
 // it (a process of the node, not a DaemonSet: its iptables rules must be made in the node's namespace by
-// the iptables of this machine, which a simulated container does not have). It programs ClusterIP,
+// the iptables of this machine, which a simulated container does not have), in the node's cgroup
+// (system.slice/kube-proxy.service), so the node's usage in the summary API counts it. It programs ClusterIP,
 // NodePort, session affinity and the rest from Services and EndpointSlices in iptables mode (the default
 // mode on Linux and kind's; portmap's hostPort rules are iptables rules in the same tables), with a
 // client certificate of user system:kube-proxy, whom the default RBAC binds to system:node-proxier.
@@ -43,7 +44,7 @@ func (kubeProxy) Execute(c *actionContext) error {
 		if err := atomicfile.Write(filepath.Join(nd, "kube-proxy.yaml"), kubeProxyConfig(nd, n.Name), 0o600); err != nil {
 			return err
 		}
-		if _, err := c.startProc(n.Name+"-kube-proxy", n.Netns, c.bin("kube-proxy"), []string{"--config", filepath.Join(nd, "kube-proxy.yaml")}); err != nil {
+		if _, err := c.startNodeNetProc(n.Name, "kube-proxy", n.Netns, nd, c.bin("kube-proxy"), []string{"--config", filepath.Join(nd, "kube-proxy.yaml")}); err != nil {
 			return err
 		}
 	}

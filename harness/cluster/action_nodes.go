@@ -64,7 +64,7 @@ func startNode(c *actionContext, i int) error {
 	if err := nodens.MakeNodeCgroup(cgroup); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), c.o.KubeletServingCerts), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(nd, "kubelet.yaml"), kubeletConfig(nd, ip, c.path("pki", "ca.crt"), c.o.KubeletServingCerts), 0o600); err != nil {
 		return err
 	}
 	// Its mount namespace and cgroup namespace, which its kubelet, cri-fake and csi-fakes share

@@ -76,6 +76,9 @@ func (podNetwork) Execute(c *actionContext) error {
 
 // conflist is a node's CNI configuration: cni-fake in veth mode (the pod's eth0 paired with a veth in the
 // node's namespace, a host route to the pod) with addresses from the node's pod CIDR, then portmap.
+// portmap's backend is named: without it, portmap runs `iptables --version` on every ADD and DEL, even
+// of a pod with no hostPort, to choose between iptables and nftables (plugins v1.10.0
+// plugins/meta/portmap/main.go, ensureBackend); kube-proxy runs in iptables mode here too.
 func conflist(nd, podCIDR string) []byte {
 	return fmt.Appendf(nil, `{
   "cniVersion": "1.1.0",
@@ -89,7 +92,7 @@ func conflist(nd, podCIDR string) []byte {
       "faultsFile": "%[1]s/cni/faults.json",
       "ipam": {"type": "cni-fake", "ranges": [[{"subnet": "%[2]s"}]], "routes": [{"dst": "0.0.0.0/0"}]}
     },
-    {"type": "portmap", "snat": true, "capabilities": {"portMappings": true}}
+    {"type": "portmap", "backend": "iptables", "snat": true, "capabilities": {"portMappings": true}}
   ]
 }
 `, nd, podCIDR)

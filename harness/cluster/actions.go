@@ -186,6 +186,21 @@ func (c *actionContext) startNodeProc(node, program, netns, nd, bin string, args
 	return c.startArgv(name, argv)
 }
 
+// startNodeNetProc starts program (kube-proxy) of node nd in the node's network namespace only: it sees
+// the machine's files and cgroups, as startProc's processes do; where the node has its own cgroups,
+// it runs in the program's cgroup of the node, so what the node runs is in the node's cgroup.
+func (c *actionContext) startNodeNetProc(node, program, netns, nd, bin string, args []string) (*exec.Cmd, error) {
+	name := node + "-" + program
+	argv := append([]string{"nsenter", "--net=" + nsPath(netns), "--", bin}, args...)
+	if nodens.NSInode(nodens.CgroupNS(nd)) != 0 {
+		var err error
+		if argv, err = nodens.InCgroup(nodens.NodeCgroup(c.st.Prefix, node)+"/"+nodens.ServiceCgroup(program), argv); err != nil {
+			return nil, err
+		}
+	}
+	return c.startArgv(name, argv)
+}
+
 // startArgv starts argv as startProc says.
 func (c *actionContext) startArgv(name string, argv []string, extra ...*os.File) (*exec.Cmd, error) {
 	logPath := c.path("logs", name+".log")

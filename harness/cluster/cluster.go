@@ -8,8 +8,9 @@
 //
 //	control-plane netns: bridge plugsim0 198.18.0.1/24, etcd on 127.0.0.1:2379, API server on :6443
 //	node i netns:        eth0 198.18.0.(10+i)/24, its veth peer on the bridge; pods from its podCIDR
-//	pod CIDRs:           198.18.128.0/17, a /24 per node (controller-manager --allocate-node-cidrs)
-//	services:            198.19.0.0/16 (198.19.0.1 is the kubernetes Service)
+//	pod CIDRs:           198.19.0.0/16, a /24 per node (controller-manager --allocate-node-cidrs)
+//	services:            198.18.128.0/17 (198.18.128.1 is the kubernetes Service)
+//	joining machine M:   198.18.M.0/24 (M from 1 to 127), as node i's 198.18.M.(10+i)
 //
 // No namespace has a link to the host's: nothing can leave the machine. kubectl in the host's namespace
 // reaches the API server through a relay (a harness process listening on the host's 127.0.0.1 that dials
@@ -32,10 +33,10 @@ const (
 	bridgeName  = "plugsim0"
 	nodeSubnet  = "198.18.0.0/24"
 	cpAddr      = "198.18.0.1"
-	clusterCIDR = "198.18.128.0/17"
+	clusterCIDR = "198.19.0.0/16"
 	nodeMask    = 24
-	serviceCIDR = "198.19.0.0/16"
-	serviceIP   = "198.19.0.1" // the first address of serviceCIDR: the API server's Service
+	serviceCIDR = "198.18.128.0/17"
+	serviceIP   = "198.18.128.1" // the first address of serviceCIDR: the API server's Service
 	apiPort     = 6443
 	etcdURL     = "http://127.0.0.1:2379"
 	// The CSI drivers of examples/csi/csidriver.yaml: csi-fake with a controller, and csi-fake
@@ -49,8 +50,8 @@ const (
 	// extraRuntimeHandler is the runtime handler every node's cri-fake serves besides runc.
 	extraRuntimeHandler = "plugsim-gvisor"
 	// MaxNodes keeps node addresses inside nodeSubnet (198.18.0.11 to .250) and pod CIDRs inside
-	// clusterCIDR (128 /24s).
-	MaxNodes = 128
+	// clusterCIDR (256 /24s).
+	MaxNodes = 240
 )
 
 func zoneLabel() string { return zoneKey + "=" + zone }

@@ -52,7 +52,7 @@ func Join(o JoinOptions) (err error) {
 		return fmt.Errorf("--nodes %d: between 1 and %d", o.Nodes, MaxNodes)
 	}
 	if o.Subnet < 1 || o.Subnet > 127 {
-		return fmt.Errorf("--subnet %d: between 1 and 127 (198.18.0.0/24 is the first machine's, 198.18.128.0/17 the pods')", o.Subnet)
+		return fmt.Errorf("--subnet %d: between 1 and 127 (198.18.0.0/24 is the first machine's, 198.18.128.0/17 the Services')", o.Subnet)
 	}
 	if !validNodePrefix(o.Name) {
 		return fmt.Errorf("--name %q: lower-case letters, digits and '-', starting with a letter, at most 40 (it names the nodes NAME-node1…)", o.Name)

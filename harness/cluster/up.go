@@ -76,7 +76,7 @@ func Up(o Options) (err error) {
 	if o.Nodes < 1 || o.Nodes > MaxNodes {
 		return fmt.Errorf("--nodes %d: between 1 and %d", o.Nodes, MaxNodes)
 	}
-	// Every node takes a pod CIDR of clusterCIDR's 128, and plugsim's and kubemark's an address.
+	// Every node takes a pod CIDR of clusterCIDR's 256, and plugsim's and kubemark's an address.
 	if o.KubemarkNodes < 0 || o.KWOKNodes < 0 || o.Nodes+o.KubemarkNodes+o.KWOKNodes > MaxNodes {
 		return fmt.Errorf("--nodes %d, --kubemark-nodes %d, --kwok-nodes %d: at most %d nodes in all", o.Nodes, o.KubemarkNodes, o.KWOKNodes, MaxNodes)
 	}

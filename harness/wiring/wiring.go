@@ -411,13 +411,15 @@ func (n *Node) installPlugins(o Options) error {
 // Conflist is the network configuration the harness installs: cni-fake with its own IPAM,
 // logging each invocation to logFile and taking fault rules from faultsFile (when not ""), then
 // (withPortmap) portmap for hostPort mappings. It has the shape of Calico's 10-calico.conflist:
-// the main plugin, then portmap.
+// the main plugin, then portmap. portmap's backend is named (iptables), which spares it running
+// `iptables --version` on every ADD and DEL to choose one.
 func Conflist(name, subnet, logFile, dataDir, faultsFile string, withPortmap bool) []byte {
 	portmap := ""
 	if withPortmap {
 		portmap = `,
     {
       "type": "portmap",
+      "backend": "iptables",
       "snat": true,
       "capabilities": { "portMappings": true }
     }`

@@ -117,7 +117,7 @@ func BenchmarkClusterScale(b *testing.B) {
 	if os.Getenv("PLUGSIM_CLUSTER_SCALE") != "1" {
 		b.Skip("set PLUGSIM_CLUSTER_SCALE=1 (make cluster-scale) to step the node count up until the machine holds no more")
 	}
-	steps := []int{8, 16, 32, 48, 64, 96, 128}
+	steps := []int{8, 16, 32, 48, 64, 96, 128, 160, 200, 240}
 	if s := os.Getenv("PLUGSIM_CLUSTER_SCALE_STEPS"); s != "" {
 		steps = nil
 		for _, f := range strings.Split(s, ",") {

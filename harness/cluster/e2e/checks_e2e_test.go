@@ -53,7 +53,8 @@ func TestClusterChecks(t *testing.T) {
 			t.Errorf("the cluster changed %s on the host", hostSocket)
 		}
 	})
-	// Issue 29: each node's processes are in its own cgroup namespace, rooted at the node's cgroup, and
+	// Issue 29: each node's processes are in its own cgroup namespace, rooted at the node's cgroup (kube-proxy
+	// in the node's cgroup, outside its namespace), and
 	// see only their node's cgroups (what the kubelet's cAdvisor watches and tracks): the kubelet's
 	// pod cgroups are made below the node's cgroup on the machine, and none of another node's cgroups
 	// is in a node's view.
@@ -74,6 +75,11 @@ func TestClusterChecks(t *testing.T) {
 			}
 			if want := ":cpu:" + root + "/system.slice/kubelet.service\n"; !strings.Contains(string(b), want) {
 				t.Errorf("%s's kubelet is in\n%s\nwant a line ending in %q", node, b, want)
+			}
+			// kube-proxy runs in the node's network namespace only, but in the node's cgroup too.
+			kp, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", procs[node+"-kube-proxy"]))
+			if want := ":cpu:" + root + "/system.slice/kube-proxy.service\n"; err != nil || !strings.Contains(string(kp), want) {
+				t.Errorf("%s's kube-proxy (pid %d) is in\n%s(%v)\nwant a line ending in %q", node, procs[node+"-kube-proxy"], kp, err, want)
 			}
 			c.waitFor(node+"'s pod cgroups below its own", 60*time.Second, func() (bool, string) {
 				_, err := os.Stat(filepath.Join("/sys/fs/cgroup/cpu", root, "kubepods", "besteffort"))

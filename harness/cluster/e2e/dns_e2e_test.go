@@ -24,9 +24,9 @@ func dnsChecks(t *testing.T, c *testCluster) {
 		c.t = t
 		out := c.mustKubectl("-n", "kube-system", "get", "pods,svc")
 		pods := regexp.MustCompile(`(?m)^pod/coredns-[a-z0-9]+-[a-z0-9]+\s+1/1\s+Running\s`).FindAllString(out, -1)
-		svc := regexp.MustCompile(`(?m)^service/kube-dns\s+ClusterIP\s+198\.19\.0\.10\s+<none>\s+53/UDP,53/TCP,9153/TCP\s`)
+		svc := regexp.MustCompile(`(?m)^service/kube-dns\s+ClusterIP\s+198\.18\.128\.10\s+<none>\s+53/UDP,53/TCP,9153/TCP\s`)
 		if len(pods) != 2 || !svc.MatchString(out) {
-			t.Errorf("kubectl -n kube-system get pods,svc: want 2 coredns pods 1/1 Running and service/kube-dns ClusterIP 198.19.0.10 53/UDP,53/TCP,9153/TCP; got:\n%s", out)
+			t.Errorf("kubectl -n kube-system get pods,svc: want 2 coredns pods 1/1 Running and service/kube-dns ClusterIP 198.18.128.10 53/UDP,53/TCP,9153/TCP; got:\n%s", out)
 		}
 	})
 
@@ -105,7 +105,7 @@ spec:
 			return len(got) == 12 && len(seen) >= 2, out
 		})
 		want := map[string]string{
-			"nslookup kubernetes.default.svc.cluster.local":             `(?s)^Server:\t\t198\.19\.0\.10\nAddress:\t198\.19\.0\.10#53\n\nName:\tkubernetes\.default\.svc\.cluster\.local\nAddress: 198\.19\.0\.1\n\n$`,
+			"nslookup kubernetes.default.svc.cluster.local":             `(?s)^Server:\t\t198\.18\.128\.10\nAddress:\t198\.18\.128\.10#53\n\nName:\tkubernetes\.default\.svc\.cluster\.local\nAddress: 198\.18\.128\.1\n\n$`,
 			"getent hosts named":                                        `^` + regexp.QuoteMeta(svc.Spec.ClusterIP) + `\s+named\.default\.svc\.cluster\.local\s+named\n$`,
 			"dig +tcp +noall +answer +search named A":                   `^named\.default\.svc\.cluster\.local\.\s+30\s+IN\s+A\s+` + regexp.QuoteMeta(svc.Spec.ClusterIP) + `\n$`,
 			"dig +short SRV _http._tcp.named.default.svc.cluster.local": `^0 100 80 named\.default\.svc\.cluster\.local\.\n$`,

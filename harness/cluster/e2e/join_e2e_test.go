@@ -92,7 +92,7 @@ spec:
   containers:
   - name: app
     image: busybox:1.36
-    command: ["sh", "-c", "wget -T 10 -qO- http://198.19.0.1:443/; sleep 3600"]
+    command: ["sh", "-c", "wget -T 10 -qO- http://198.18.128.1:443/; sleep 3600"]
 `)
 	p := c.waitPod("on-m2", 120*time.Second, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && podReady(p) })
 	if !strings.HasPrefix(p.Status.PodIP, strings.TrimSuffix(n.Spec.PodCIDR, "0/24")) {

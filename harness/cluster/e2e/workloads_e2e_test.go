@@ -309,14 +309,14 @@ spec:
   containers:
   - name: app
     image: busybox:1.36
-    command: ["sh", "-c", "wget -T 10 -qO- http://198.18.0.1:6443/; wget -T 10 -qO- http://198.19.0.1:443/; true"]
+    command: ["sh", "-c", "wget -T 10 -qO- http://198.18.0.1:6443/; wget -T 10 -qO- http://198.18.128.1:443/; true"]
 `)
 		c.waitPod("api-client", 180*time.Second, func(p *corev1.Pod) bool {
 			return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 		})
 		out := c.mustKubectl("logs", "api-client")
 		if n := strings.Count(out, "400 Bad Request"); n != 2 {
-			t.Errorf("api-client's log, want the API server's 400 from 198.18.0.1:6443 and from the kubernetes Service 198.19.0.1:443:\n%s", out)
+			t.Errorf("api-client's log, want the API server's 400 from 198.18.0.1:6443 and from the kubernetes Service 198.18.128.1:443:\n%s", out)
 		}
 		c.mustKubectl("delete", "pod", "api-client", "--wait=false")
 	})

@@ -61,7 +61,7 @@ func Hierarchies() ([]mountinfo.Mount, error) {
 // places program containers below cri-fake's).
 
 // nodeServices are the cgroups below a node's root its processes run in, by program.
-var nodeServices = []string{"kubelet", "cri-fake", "csi-fake-ephemeral"}
+var nodeServices = []string{"kubelet", "cri-fake", "csi-fake-ephemeral", "kube-proxy"}
 
 // ServiceCgroup is the cgroup, below the node's root, that a node's program runs in.
 func ServiceCgroup(program string) string { return "system.slice/" + program + ".service" }
