@@ -4,6 +4,7 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -27,32 +28,30 @@ func encodeListing(m any) ([]byte, bool) {
 		if len(r.ProtoReflect().GetUnknown()) > 0 {
 			return nil, false
 		}
-		w := newListWriter(len(r.Containers), func(i int) (int, bool) { return containerSize(r.Containers[i]) })
-		for _, c := range r.Containers {
-			if c == nil || len(c.ProtoReflect().GetUnknown()) > 0 {
-				return nil, false
-			}
-			at := w.open()
-			w.container(c)
-			w.close(at)
-		}
-		return w.b, w.ok
+		return encodeElements(r.Containers, containerSize, (*listWriter).container)
 	case *runtimeapi.ListPodSandboxResponse:
 		if len(r.ProtoReflect().GetUnknown()) > 0 {
 			return nil, false
 		}
-		w := newListWriter(len(r.Items), func(i int) (int, bool) { return sandboxSize(r.Items[i]) })
-		for _, p := range r.Items {
-			if p == nil || len(p.ProtoReflect().GetUnknown()) > 0 {
-				return nil, false
-			}
-			at := w.open()
-			w.sandbox(p)
-			w.close(at)
-		}
-		return w.b, w.ok
+		return encodeElements(r.Items, sandboxSize, (*listWriter).sandbox)
 	}
 	return nil, false
+}
+
+// encodeElements writes a listing's elements as its field 1, each sized by size and written by
+// write; false at a nil element or one with unknown fields (left to protobuf-go).
+func encodeElements[T proto.Message](elems []T, size func(T) (int, bool), write func(*listWriter, T)) ([]byte, bool) {
+	w := newListWriter(len(elems), func(i int) (int, bool) { return size(elems[i]) })
+	for _, e := range elems {
+		// A nil element's ProtoReflect is a message that is not valid.
+		if m := e.ProtoReflect(); !m.IsValid() || len(m.GetUnknown()) > 0 {
+			return nil, false
+		}
+		at := w.open()
+		write(w, e)
+		w.close(at)
+	}
+	return w.b, w.ok
 }
 
 // elemLenBytes is the room left for an element's length: three bytes of varint, up to 2 MiB.
