@@ -126,26 +126,22 @@ func TestCutListingHoldsOnlyItsBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range calls {
-		resp := &runtimeapi.ListContainersResponse{}
-		big := strings.Repeat("x", 256<<10)
-		for i := range 100 {
-			c := &runtimeapi.Container{Id: strconv.Itoa(i)}
-			if i >= 10 {
-				c.Labels = map[string]string{"big": big + strconv.Itoa(i)}
+	grown := heapGrowth(func() {
+		for range calls {
+			resp := &runtimeapi.ListContainersResponse{}
+			big := strings.Repeat("x", 256<<10)
+			for i := range 100 {
+				c := &runtimeapi.Container{Id: strconv.Itoa(i)}
+				if i >= 10 {
+					c.Labels = map[string]string{"big": big + strconv.Itoa(i)}
+				}
+				resp.Containers = append(resp.Containers, c)
 			}
-			resp.Containers = append(resp.Containers, c)
+			serve(t, r, "/runtime.v1.RuntimeService/ListContainers", &runtimeapi.ListContainersRequest{}, resp)
 		}
-		serve(t, r, "/runtime.v1.RuntimeService/ListContainers", &runtimeapi.ListContainersRequest{}, resp)
-	}
-	runtime.GC()
-	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
+	})
 	// 40 answers of 25 MB each: the ring keeps a budget's worth of each at most.
-	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > calls*listBudget+(16<<20) {
+	if grown > calls*listBudget+(16<<20) {
 		t.Fatalf("heap grew by %d MB after %d listings", grown>>20, calls)
 	}
 	for _, ev := range r.Events() {
@@ -154,6 +150,17 @@ func TestCutListingHoldsOnlyItsBudget(t *testing.T) {
 			t.Fatalf("kept %d containers (%v), truncated %d", len(kept.Containers), err, ev.Truncated)
 		}
 	}
+}
+
+// heapGrowth is how much the live heap grew over f, each side measured after a collection.
+func heapGrowth(f func()) int64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
 }
 
 func protoUnmarshalJSON(b json.RawMessage, m proto.Message) error {
@@ -168,26 +175,22 @@ func TestCutListingKeepsNoneOfTheHandlersArray(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range calls {
-		msgs := make([]runtimeapi.Container, n)
-		resp := &runtimeapi.ListContainersResponse{Containers: make([]*runtimeapi.Container, n)}
-		for i := range msgs {
-			msgs[i].Id = strings.Repeat("c", 64)
-			resp.Containers[i] = &msgs[i]
+	grown := heapGrowth(func() {
+		for range calls {
+			msgs := make([]runtimeapi.Container, n)
+			resp := &runtimeapi.ListContainersResponse{Containers: make([]*runtimeapi.Container, n)}
+			for i := range msgs {
+				msgs[i].Id = strings.Repeat("c", 64)
+				resp.Containers[i] = &msgs[i]
+			}
+			serve(t, r, "/runtime.v1.RuntimeService/ListContainers", &runtimeapi.ListContainersRequest{}, resp)
+			resp.Containers[0].Id = "changed after the call"
 		}
-		serve(t, r, "/runtime.v1.RuntimeService/ListContainers", &runtimeapi.ListContainersRequest{}, resp)
-		resp.Containers[0].Id = "changed after the call"
-	}
-	runtime.GC()
-	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
+	})
 	// Each array of 20,000 containers is about 4 MB: 40 of them kept would be 160 MB. A kept
 	// prefix is listBudget wire bytes, and a small message's Go struct is about three times its
 	// wire size.
-	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > calls*4*listBudget+(16<<20) {
+	if grown > calls*4*listBudget+(16<<20) {
 		t.Fatalf("heap grew by %d MB after %d listings", grown>>20, calls)
 	}
 	if ev := r.Events()[0]; !strings.Contains(string(ev.Response), strings.Repeat("c", 64)) || strings.Contains(string(ev.Response), "changed") {
@@ -220,16 +223,11 @@ func TestCutListingKeepsItsWireBytes(t *testing.T) {
 		}
 		return resp
 	}
-	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range calls {
-		serve(t, r, "/runtime.v1.RuntimeService/ListContainers", &runtimeapi.ListContainersRequest{}, listing())
-	}
-	runtime.GC()
-	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
-	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	grown := heapGrowth(func() {
+		for range calls {
+			serve(t, r, "/runtime.v1.RuntimeService/ListContainers", &runtimeapi.ListContainersRequest{}, listing())
+		}
+	})
 	if limit := int64(calls) * listBudget * 3 / 2; grown > limit {
 		t.Fatalf("%d cut listings: the heap grew by %.1f MB, over %.1f MB (their budgets' wire bytes and half again)", calls, float64(grown)/1e6, float64(limit)/1e6)
 	}
@@ -249,16 +247,12 @@ func TestUnchangedListingSharesItsPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range calls {
-		serve(t, r, "/runtime.v1.RuntimeService/ListPodSandbox", &runtimeapi.ListPodSandboxRequest{}, sandboxes(10_000))
-	}
-	runtime.GC()
-	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
-	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 3*listBudget {
+	grown := heapGrowth(func() {
+		for range calls {
+			serve(t, r, "/runtime.v1.RuntimeService/ListPodSandbox", &runtimeapi.ListPodSandboxRequest{}, sandboxes(10_000))
+		}
+	})
+	if grown > 3*listBudget {
 		t.Fatalf("%d equal cut listings: the heap grew by %.1f MB, over three budgets (%.1f MB)", calls, float64(grown)/1e6, 3*float64(listBudget)/1e6)
 	}
 	changed := sandboxes(10_000)
