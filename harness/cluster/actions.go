@@ -179,11 +179,16 @@ func (c *actionContext) startNodeProc(node, program, netns, nd, bin string, args
 		return c.startArgv(name, append(append(argv, "--", bin), args...))
 	}
 	argv = append(argv, "--cgroup="+nodens.CgroupNS(nd), "--", bin)
-	argv, err := nodens.InCgroup(nodens.NodeCgroup(c.st.Prefix, node)+"/"+nodens.ServiceCgroup(program), append(argv, args...))
+	argv, err := c.inNodeCgroup(node, program, append(argv, args...))
 	if err != nil {
 		return nil, err
 	}
 	return c.startArgv(name, argv)
+}
+
+// inNodeCgroup is argv run in program's cgroup of node (nodens.InCgroup).
+func (c *actionContext) inNodeCgroup(node, program string, argv []string) ([]string, error) {
+	return nodens.InCgroup(nodens.NodeCgroup(c.st.Prefix, node)+"/"+nodens.ServiceCgroup(program), argv)
 }
 
 // startNodeNetProc starts program (kube-proxy) of node nd in the node's network namespace only: it sees
@@ -194,7 +199,7 @@ func (c *actionContext) startNodeNetProc(node, program, netns, nd, bin string, a
 	argv := append([]string{"nsenter", "--net=" + nsPath(netns), "--", bin}, args...)
 	if nodens.NSInode(nodens.CgroupNS(nd)) != 0 {
 		var err error
-		if argv, err = nodens.InCgroup(nodens.NodeCgroup(c.st.Prefix, node)+"/"+nodens.ServiceCgroup(program), argv); err != nil {
+		if argv, err = c.inNodeCgroup(node, program, argv); err != nil {
 			return nil, err
 		}
 	}
