@@ -7,6 +7,7 @@ import (
 
 	"github.com/plugsim/plugsim/cri-fake/process/containerio"
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/kernel/ipcns"
 	"github.com/plugsim/plugsim/cri-fake/process/seccomp"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -83,7 +84,7 @@ type (
 	Behaviour      = kernel.Behaviour
 	ExitBehaviour  = kernel.ExitBehaviour
 	PIDNamespace   = kernel.PIDNamespace
-	IPCNamespace   = kernel.IPCNamespace
+	IPCNamespace   = ipcns.Namespace
 	ProcessInfo    = kernel.ProcessInfo
 	Stats          = kernel.Stats
 	// CPUScheduler is the node's CPUs, which the containers' processes share (kernel.CPUScheduler).
@@ -107,13 +108,13 @@ var (
 // NewPIDNamespace is a PID namespace to share between containers (kernel.NewPIDNamespace).
 func NewPIDNamespace() *PIDNamespace { return kernel.NewPIDNamespace() }
 
-// NewIPCNamespace returns an empty System V IPC namespace (a pod's: kernel.NewIPCNamespace).
-func NewIPCNamespace() *IPCNamespace { return kernel.NewIPCNamespace() }
+// NewIPCNamespace returns an empty System V IPC namespace (a pod's: ipcns.New).
+func NewIPCNamespace() *IPCNamespace { return ipcns.New() }
 
 // NewNodeIPCNamespace returns the node's IPC namespace for hostIPC containers, listing the
 // node's own objects from sysvipcDir (/proc/sysvipc) besides the simulation's.
 func NewNodeIPCNamespace(sysvipcDir string) *IPCNamespace {
-	return kernel.NewNodeIPCNamespace(sysvipcDir)
+	return ipcns.NewNode(sysvipcDir)
 }
 
 // NewCPUScheduler returns the CPUs of a node of n (≤ 0: kernel.DefaultCPUs) for Spec.CPU.

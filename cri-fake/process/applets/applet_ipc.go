@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/plugsim/plugsim/cri-fake/process/kernel"
+	"github.com/plugsim/plugsim/cri-fake/process/kernel/ipcns"
 	"github.com/plugsim/plugsim/cri-fake/process/libbb"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
 )
@@ -68,7 +69,7 @@ func appletIpcmk(p *kernel.Proc) int {
 		}
 	}
 	type want struct {
-		kind  kernel.IPCKind
+		kind  ipcns.Kind
 		size  uint64
 		what  string
 		label string
@@ -80,10 +81,10 @@ func appletIpcmk(p *kernel.Proc) int {
 			p.Errorf("failed to parse size: '%s'", v)
 			return 1
 		}
-		todo = append(todo, want{kernel.SharedMemory, n, "create share memory failed", "Shared memory id"})
+		todo = append(todo, want{ipcns.SharedMemory, n, "create share memory failed", "Shared memory id"})
 	}
 	if _, ok := opts['Q']; ok {
-		todo = append(todo, want{kernel.MessageQueue, 0, "create message queue failed", "Message queue id"})
+		todo = append(todo, want{ipcns.MessageQueue, 0, "create message queue failed", "Message queue id"})
 	}
 	if v, ok := opts['S']; ok {
 		n, err := strconv.ParseUint(v, 10, 32)
@@ -91,7 +92,7 @@ func appletIpcmk(p *kernel.Proc) int {
 			p.Errorf("failed to parse elements: '%s'", v)
 			return 1
 		}
-		todo = append(todo, want{kernel.SemaphoreSet, n, "create semaphore failed", "Semaphore id"})
+		todo = append(todo, want{ipcns.SemaphoreSet, n, "create semaphore failed", "Semaphore id"})
 	}
 	if len(todo) == 0 {
 		fmt.Fprintf(p.Stderr, "%s: bad usage\nTry '%s --help' for more information.\n", p.Name(), p.Name())
@@ -142,7 +143,7 @@ func appletIpcs(p *kernel.Proc) int {
 	if all || opts['q'] != "" {
 		b.WriteString("------ Message Queues --------\n")
 		fmt.Fprintf(&b, "%-10s %-10s %-10s %-10s %-12s %-12s\n", "key", "msqid", "owner", "perms", "used-bytes", "messages")
-		for _, o := range p.IPCList(kernel.MessageQueue) {
+		for _, o := range p.IPCList(ipcns.MessageQueue) {
 			fmt.Fprintf(&b, "0x%08x %-10d %s %-10o %-12d %-12d\n", uint32(o.Key), o.ID, owner(o.UID, 10), o.Mode, o.Size, o.Messages)
 		}
 		b.WriteString("\n")
@@ -150,7 +151,7 @@ func appletIpcs(p *kernel.Proc) int {
 	if all || opts['m'] != "" {
 		b.WriteString("------ Shared Memory Segments --------\n")
 		fmt.Fprintf(&b, "%-10s %-10s %-10s %-10s %-10s %-10s %-12s\n", "key", "shmid", "owner", "perms", "bytes", "nattch", "status")
-		for _, o := range p.IPCList(kernel.SharedMemory) {
+		for _, o := range p.IPCList(ipcns.SharedMemory) {
 			fmt.Fprintf(&b, "0x%08x %-10d %s %-10o %-10d %-10d %-6s %-6s\n", uint32(o.Key), o.ID, owner(o.UID, 10), o.Mode, o.Size, 0, " ", " ")
 		}
 		b.WriteString("\n")
@@ -158,7 +159,7 @@ func appletIpcs(p *kernel.Proc) int {
 	if all || opts['s'] != "" {
 		b.WriteString("------ Semaphore Arrays --------\n")
 		fmt.Fprintf(&b, "%-10s %-10s %-10s %-10s %-10s\n", "key", "semid", "owner", "perms", "nsems")
-		for _, o := range p.IPCList(kernel.SemaphoreSet) {
+		for _, o := range p.IPCList(ipcns.SemaphoreSet) {
 			fmt.Fprintf(&b, "0x%08x %-10d %s %-10o %-10d\n", uint32(o.Key), o.ID, owner(o.UID, 9), o.Mode, o.Size)
 		}
 		b.WriteString("\n")

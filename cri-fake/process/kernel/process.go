@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plugsim/plugsim/cri-fake/process/containerio"
+	"github.com/plugsim/plugsim/cri-fake/process/kernel/ipcns"
 	"github.com/plugsim/plugsim/cri-fake/process/sched"
 	"github.com/plugsim/plugsim/cri-fake/process/seccomp"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
@@ -129,8 +130,8 @@ type Spec struct {
 	// oom_score_adj, which the kubelet derives from the pod's QoS class).
 	OOMScoreAdj int64
 	// IPCNamespace is the System V IPC namespace to join: nil gives the container its own.
-	// Share one per pod for IPC mode POD and the node's (NewNodeIPCNamespace) for NODE.
-	IPCNamespace *IPCNamespace
+	// Share one per pod for IPC mode POD and the node's (ipcns.NewNode) for NODE.
+	IPCNamespace *ipcns.Namespace
 	// Seccomp is the container's seccomp filter, run at the top of each simulated system call
 	// (kernel/seccomp.go); nil means none (Seccomp: 0 in /proc/<pid>/status).
 	Seccomp *seccomp.Filter
@@ -234,7 +235,7 @@ type container struct {
 	applets *AppletSet
 
 	pidns *PIDNamespace
-	ipcns *IPCNamespace
+	ipcns *ipcns.Namespace
 	mem   memoryCgroup
 	cpu   *sched.Group
 	cg    cgroupState // what /sys/fs/cgroup shows of the CPU and oom_score_adj as last set (cgroupfs.go)
