@@ -436,12 +436,16 @@ type gate struct {
 	mu     sync.Mutex
 	w      io.Writer
 	closed bool
+	// dead is the writing task's context: once it ends (a kill, a seccomp KILL verdict) the
+	// process is gone even before finish closes the gate, so what it still "writes" is
+	// dropped, as a killed process writes nothing.
+	dead context.Context
 }
 
 func (g *gate) Write(b []byte) (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed || g.w == nil {
+	if g.closed || g.w == nil || (g.dead != nil && g.dead.Err() != nil) {
 		return len(b), nil
 	}
 	return g.w.Write(b)
@@ -486,6 +490,7 @@ func (c *container) run(exe vfs.Executable, args, env []string, wd string, stdin
 		return nil, err
 	}
 	p.t = t
+	out.dead, errw.dead = t.ctx, t.ctx
 	if main {
 		c.pidns.mu.Lock()
 		t.started = start
