@@ -96,7 +96,7 @@ func (s *Service) containerSpec(sb *store.Sandbox, id string, cfg *runtimeapi.Co
 		ID:         id,
 		Name:       store.ContainerName(cfg.GetMetadata(), sb.Config.GetMetadata()),
 		SandboxID:  sb.ID,
-		Config:     cfg,
+		Config:     store.Pack(cfg),
 		ImageID:    img.ID,
 		ImageRef:   imageRef,
 		LogPath:    logPath,
@@ -116,9 +116,10 @@ func (s *Service) validateTask(sb *store.Sandbox, spec store.ContainerSpec, img 
 
 // taskSpec is what the launcher is told about a container of sandbox sb.
 func (s *Service) taskSpec(sb *store.Sandbox, spec store.ContainerSpec, img images.Image) task.Spec {
-	return task.Spec{ContainerID: spec.ID, SandboxID: sb.ID, RuntimeHandler: sb.RuntimeHandler, Config: spec.Config, SandboxConfig: sb.Config, Image: img,
-		LogPath: spec.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs,
-		ImageVolumes: s.imageVolumes(spec.Config)}
+	cfg := spec.Config.Unpack()
+	return task.Spec{ContainerID: spec.ID, SandboxID: sb.ID, RuntimeHandler: sb.RuntimeHandler, Config: cfg, Packed: spec.Config,
+		SandboxConfig: sb.Config, Image: img, LogPath: spec.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs,
+		ImageVolumes: s.imageVolumes(cfg)}
 }
 
 // containerLogPath is the container's log file: the sandbox's log directory joined with the

@@ -24,7 +24,7 @@ func (s *Service) ContainerStatus(ctx context.Context, req *runtimeapi.Container
 		info := map[string]any{
 			"sandboxID": c.SandboxID,
 			"pid":       0,
-			"config":    c.Config,
+			"config":    c.Config.Unpack(),
 			"logPath":   c.LogPath,
 			"imageID":   c.ImageID,
 			"name":      c.Name,
@@ -58,7 +58,7 @@ func (s *Service) containerStatus(c *store.Container) *runtimeapi.ContainerStatu
 		Message:     st.Message,
 		Labels:      c.Config.GetLabels(),
 		Annotations: c.Config.GetAnnotations(),
-		Mounts:      s.statusMounts(c.Config),
+		Mounts:      s.statusMounts(c.Config.Unpack()),
 		LogPath:     c.LogPath,
 		StopSignal:  c.StopSignal,
 		User:        s.containerUser(c),
@@ -80,7 +80,7 @@ func (s *Service) containerUser(c *store.Container) *runtimeapi.ContainerUser {
 	if img, ok := s.images.Store().Get(c.ImageID); ok {
 		ic = img.Config
 	}
-	return containerUser(c.Config, ic)
+	return containerUser(c.Config.Unpack(), ic)
 }
 
 func containerUser(cfg *runtimeapi.ContainerConfig, ic *images.CatalogImage) *runtimeapi.ContainerUser {

@@ -363,6 +363,11 @@ func (l *Simulated) Start(ctx context.Context, ts task.Spec) (task.Task, error) 
 		res:       resources(ts),
 	}
 	t.doze.how, t.doze.may = l.dormancy(ts, procSpec, exe)
+	if ts.Packed != nil {
+		// begin unpacks it again: a container that waits (dormant) or only runs holds its
+		// config packed, not its tree twice over (task.PackedConfig).
+		t.spec.Config = nil
+	}
 	t.logs.OpenIfDirExists()
 	if l.StartLatency <= 0 {
 		if err := t.materialise(); err != nil {

@@ -80,6 +80,9 @@ func (t *simTask) begin(since time.Time) (err error) {
 		}
 	}()
 	sim, ts := t.sim, t.spec
+	if ts.Config == nil {
+		ts.Config = ts.Packed.Unpack() // Start dropped it
+	}
 	var spec process.Spec
 	if t.procSpec != nil {
 		spec = *t.procSpec

@@ -90,7 +90,8 @@ func serveLargeNode(name, socket string) int {
 	io.Copy(io.Discard, os.Stdin)
 	// PLUGSIM_LARGE_NODE_HEAPPROFILE=DIR writes each child's heap profile (DIR/NAME.heap) when
 	// the benchmark is done with it, loaded and listed: what its memory holds; and, on its
-	// standard error, where the runtime's memory went before that last collection.
+	// standard error, where the runtime's memory went before that last collection and the heap
+	// it left live.
 	if dir := os.Getenv("PLUGSIM_LARGE_NODE_HEAPPROFILE"); dir != "" {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -98,8 +99,10 @@ func serveLargeNode(name, socket string) int {
 		fmt.Fprintf(os.Stderr, "large node: %s: heap in use %s (allocated %s, next collection at %s), idle %s of which released %s; stacks %s; runtime metadata %s; %d collections, %.1f%% of CPU\n",
 			name, mib(ms.HeapInuse), mib(ms.HeapAlloc), mib(ms.NextGC), mib(ms.HeapIdle), mib(ms.HeapReleased), mib(ms.StackSys),
 			mib(ms.MSpanSys+ms.MCacheSys+ms.BuckHashSys+ms.GCSys+ms.OtherSys), ms.NumGC, 100*ms.GCCPUFraction)
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		fmt.Fprintf(os.Stderr, "large node: %s: live heap after a collection %s\n", name, mib(ms.HeapAlloc))
 		if f, err := os.Create(filepath.Join(dir, name+".heap")); err == nil {
-			runtime.GC()
 			pprof.WriteHeapProfile(f)
 			f.Close()
 		}

@@ -16,7 +16,8 @@ type ContainerSpec struct {
 	ID        string
 	Name      string // the reserved name
 	SandboxID string
-	Config    *runtimeapi.ContainerConfig
+	// Config is the container's config, packed: it is kept for the container's life.
+	Config *PackedConfig
 	// ImageID is the resolved image ID (Image.id = PullImageResponse.image_ref = image_id).
 	ImageID string
 	// ImageRef is what ContainerStatus.image_ref reports: the repo digest when the image has one,
@@ -72,7 +73,7 @@ type ContainerStatus struct {
 // NewContainer returns a CREATED container.
 func NewContainer(spec ContainerSpec) *Container {
 	n := &Container{ContainerSpec: spec, exited: make(chan struct{})}
-	n.status.Resources = spec.Config.GetLinux().GetResources()
+	n.status.Resources = spec.Config.Resources()
 	return n
 }
 
@@ -237,12 +238,13 @@ func ContainerName(c *runtimeapi.ContainerMetadata, s *runtimeapi.PodSandboxMeta
 
 // ContainerStore holds the containers.
 type ContainerStore struct {
-	idx index[*Container]
+	idx  index[*Container]
+	maps stringMaps // the containers' labels and annotations, equal ones shared
 }
 
 // NewContainerStore returns an empty store.
 func NewContainerStore() *ContainerStore {
-	return &ContainerStore{idx: newIndex[*Container]()}
+	return &ContainerStore{idx: newIndex[*Container](), maps: newStringMaps()}
 }
 
 // Reserve claims a container name for an ID.
@@ -255,8 +257,9 @@ func (s *ContainerStore) Release(name string) { s.idx.release(name) }
 // value can have, so one index serves both lookups.
 func sandboxKey(id string) string { return "\x00sandbox/" + id }
 
-// Add inserts a container.
+// Add inserts a container; its labels and annotations become the store's shared maps.
 func (s *ContainerStore) Add(c *Container) {
+	s.maps.share(c.Config)
 	s.idx.add(c.ID, c.Config.GetLabels()[PodUIDLabel], c)
 	s.idx.add(c.ID, sandboxKey(c.SandboxID), c)
 }
@@ -271,6 +274,7 @@ func (s *ContainerStore) Delete(c *Container) {
 	s.idx.mu.Unlock()
 	s.idx.remove(c.ID, c.Config.GetLabels()[PodUIDLabel])
 	s.idx.release(c.Name)
+	s.maps.release(c.Config)
 }
 
 // List returns every container in creation order.

@@ -8,7 +8,7 @@ import (
 )
 
 func newCtr(id string) *Container {
-	return NewContainer(ContainerSpec{ID: id, Name: "n-" + id, SandboxID: "sb", Config: &runtimeapi.ContainerConfig{}})
+	return NewContainer(ContainerSpec{ID: id, Name: "n-" + id, SandboxID: "sb", Config: Pack(&runtimeapi.ContainerConfig{})})
 }
 
 // The container state machine: which transitions each state allows.
@@ -84,8 +84,8 @@ func TestStartFailedAndExitedChannel(t *testing.T) {
 
 func TestContainerStoreIndex(t *testing.T) {
 	s := NewContainerStore()
-	a := NewContainer(ContainerSpec{ID: "abc111", Name: "a", SandboxID: "s1", Config: &runtimeapi.ContainerConfig{}})
-	b := NewContainer(ContainerSpec{ID: "abc222", Name: "b", SandboxID: "s2", Config: &runtimeapi.ContainerConfig{}})
+	a := NewContainer(ContainerSpec{ID: "abc111", Name: "a", SandboxID: "s1", Config: Pack(&runtimeapi.ContainerConfig{})})
+	b := NewContainer(ContainerSpec{ID: "abc222", Name: "b", SandboxID: "s2", Config: Pack(&runtimeapi.ContainerConfig{})})
 	for _, c := range []*Container{a, b} {
 		if err := s.Reserve(c.Name, c.ID); err != nil {
 			t.Fatal(err)

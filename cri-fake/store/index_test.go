@@ -9,7 +9,7 @@ import (
 func TestPodUIDIndex(t *testing.T) {
 	cs := NewContainerStore()
 	mk := func(id, sb, uid string) *Container {
-		return NewContainer(ContainerSpec{ID: id, SandboxID: sb, Config: &runtimeapi.ContainerConfig{Labels: map[string]string{PodUIDLabel: uid}}})
+		return NewContainer(ContainerSpec{ID: id, SandboxID: sb, Config: Pack(&runtimeapi.ContainerConfig{Labels: map[string]string{PodUIDLabel: uid}})})
 	}
 	a, b, c := mk("a", "s1", "u1"), mk("b", "s1", "u1"), mk("c", "s2", "u2")
 	for _, x := range []*Container{c, b, a} {

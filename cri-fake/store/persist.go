@@ -158,7 +158,7 @@ func (f FileState) DeleteSandbox(id string) error { return f.remove("sandboxes",
 // SaveContainer writes a container's record.
 func (f FileState) SaveContainer(c *Container) error {
 	st := c.Status()
-	cfg, err := pj(c.Config)
+	cfg, err := pj(c.Config.Unpack())
 	if err != nil {
 		return err
 	}
@@ -279,7 +279,7 @@ func (f FileState) Load() (Loaded, error) {
 		if err := protojson.Unmarshal(r.Config, cfg); err != nil {
 			return err
 		}
-		c := NewContainer(ContainerSpec{ID: r.ID, Name: r.Name, SandboxID: r.SandboxID, Config: cfg, ImageID: r.ImageID,
+		c := NewContainer(ContainerSpec{ID: r.ID, Name: r.Name, SandboxID: r.SandboxID, Config: Pack(cfg), ImageID: r.ImageID,
 			ImageRef: r.ImageRef, ImageName: r.ImageName, LogPath: r.LogPath, CreatedAt: r.CreatedAt,
 			StopSignal: runtimeapi.Signal(runtimeapi.Signal_value[r.StopSignal])})
 		st := ContainerStatus{State: runtimeapi.ContainerState(runtimeapi.ContainerState_value[r.State]), StartedAt: r.StartedAt,

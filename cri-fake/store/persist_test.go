@@ -18,7 +18,7 @@ func TestFileStateRoundTrip(t *testing.T) {
 	sb.SetNotReady()
 	c := NewContainer(ContainerSpec{ID: "c1", Name: "c_p_ns_u_0", SandboxID: "s1", ImageID: "sha256:1", ImageRef: "r@sha256:2",
 		ImageName: "r:1", LogPath: "/logs/c.log", CreatedAt: 8, StopSignal: runtimeapi.Signal_SIGNAL_SIGQUIT,
-		Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "c"}, Annotations: map[string]string{"h": "1"}}})
+		Config: Pack(&runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "c"}, Annotations: map[string]string{"h": "1"}})})
 	c.SetStarting()
 	c.SetRunning(9, nil)
 	c.SetExited(10, 3, "Error", "oops")
@@ -44,7 +44,7 @@ func TestFileStateRoundTrip(t *testing.T) {
 		t.Fatalf("sandbox round trip: %+v", gs)
 	}
 	st := gc.Status()
-	if gc.ImageRef != c.ImageRef || gc.StopSignal != runtimeapi.Signal_SIGNAL_SIGQUIT || !proto.Equal(gc.Config, c.Config) ||
+	if gc.ImageRef != c.ImageRef || gc.StopSignal != runtimeapi.Signal_SIGNAL_SIGQUIT || !proto.Equal(gc.Config.Unpack(), c.Config.Unpack()) ||
 		st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 3 || st.Reason != "Error" || st.FinishedAt != 10 {
 		t.Fatalf("container round trip: %+v %+v", gc.ContainerSpec, st)
 	}

@@ -59,7 +59,7 @@ func TestPlantedSymlinksInStateDir(t *testing.T) {
 			before := victimtest.Tree(t, victim)
 			fs := FileState{Dir: state}
 			sb := &Sandbox{ID: "s1", Name: "p_ns_u_0", Config: cfg}
-			c := NewContainer(ContainerSpec{ID: "s0", Name: "c_p_ns_u_0", SandboxID: "s1", Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "c"}}})
+			c := NewContainer(ContainerSpec{ID: "s0", Name: "c_p_ns_u_0", SandboxID: "s1", Config: Pack(&runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "c"}})})
 			errs := map[string]error{
 				"SaveSandbox":   fs.SaveSandbox(sb),
 				"SaveContainer": fs.SaveContainer(c),

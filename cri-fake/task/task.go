@@ -135,7 +135,11 @@ type Spec struct {
 	// RuntimeHandler is the sandbox's runtime handler (its RuntimeClass's; "" the default).
 	RuntimeHandler string
 	Config         *runtimeapi.ContainerConfig
-	SandboxConfig  *runtimeapi.PodSandboxConfig
+	// Packed is Config as the runtime keeps it (nil when the spec was not made by the runtime):
+	// a launcher that keeps the spec for the task's life may drop Config and Unpack this again
+	// when it needs it, instead of holding the whole tree meanwhile.
+	Packed        PackedConfig
+	SandboxConfig *runtimeapi.PodSandboxConfig
 	// Image is the resolved image, with its catalog entry (entrypoint, cmd, env, user, behavior).
 	Image images.Image
 	// LogPath is the absolute CRI log file path ("" when the kubelet gave none). The task
@@ -154,6 +158,12 @@ type Spec struct {
 	// ImageVolumes are the images the container's image volumes (Mount.image) name, by the
 	// reference in the mount (ImageSpec.image); nil when it has none.
 	ImageVolumes map[string]images.Image
+}
+
+// PackedConfig is a container config kept packed (store.PackedConfig), unpacked on demand.
+type PackedConfig interface {
+	// Unpack returns the whole config; its maps and messages may be shared: never change them.
+	Unpack() *runtimeapi.ContainerConfig
 }
 
 // ExitNotice is a task's NotifyExit for a task that knows when it ends: embed it, and call Ended

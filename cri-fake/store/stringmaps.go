@@ -1,0 +1,165 @@
+package store
+
+import (
+	"hash/maphash"
+	"maps"
+	"sync"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// stringMaps shares equal label and annotation maps among the containers that hold them. The
+// kubelet gives the replicas of a pod template the same annotations (the container's hash,
+// restart count, termination message path and policy), and the attempts of one container the
+// same labels; a Go map of even two entries takes an 8-slot group and a header (336 bytes before
+// its strings), and a node keeps two per container (BenchmarkLargeNode, cri-fake/server).
+//
+// The image a config names (its ImageSpec: a message of about 100 bytes and two copies of the
+// reference) is shared the same way among the containers of one image, when it has no
+// annotations or unknown fields.
+//
+// A shared map or image is counted: it is kept while a container of the store holds it and
+// forgotten with the last, so the table never holds more of them than the store holds containers.
+type stringMaps struct {
+	mu     sync.Mutex
+	seed   maphash.Seed
+	byHash map[uint64][]*sharedMap
+	images map[imageKey]*sharedImage
+}
+
+type imageKey struct{ image, userSpecified, runtimeHandler string }
+
+type sharedImage struct {
+	spec *runtimeapi.ImageSpec
+	refs int
+}
+
+// imageKeyOf is the key an image spec is shared under; false when it is not shared.
+func imageKeyOf(spec *runtimeapi.ImageSpec) (imageKey, bool) {
+	if spec == nil || len(spec.GetAnnotations()) > 0 || len(spec.ProtoReflect().GetUnknown()) > 0 {
+		return imageKey{}, false
+	}
+	return imageKey{spec.GetImage(), spec.GetUserSpecifiedImage(), spec.GetRuntimeHandler()}, true
+}
+
+func (t *stringMaps) shareImageLocked(spec *runtimeapi.ImageSpec) *runtimeapi.ImageSpec {
+	k, ok := imageKeyOf(spec)
+	if !ok {
+		return spec
+	}
+	if s := t.images[k]; s != nil {
+		s.refs++
+		return s.spec
+	}
+	t.images[k] = &sharedImage{spec: spec, refs: 1}
+	return spec
+}
+
+func (t *stringMaps) releaseImageLocked(spec *runtimeapi.ImageSpec) {
+	k, ok := imageKeyOf(spec)
+	if !ok {
+		return
+	}
+	if s := t.images[k]; s != nil {
+		if s.refs--; s.refs <= 0 {
+			delete(t.images, k)
+		}
+	}
+}
+
+type sharedMap struct {
+	m    map[string]string
+	refs int
+}
+
+func newStringMaps() stringMaps {
+	return stringMaps{seed: maphash.MakeSeed(), byHash: map[uint64][]*sharedMap{}, images: map[imageKey]*sharedImage{}}
+}
+
+// hash is the same for equal maps, whatever their iteration order: the sum of each entry's hash.
+func (t *stringMaps) hash(m map[string]string) uint64 {
+	var sum uint64
+	var h maphash.Hash
+	h.SetSeed(t.seed)
+	for k, v := range m {
+		h.Reset()
+		h.WriteString(k)
+		h.WriteByte(0)
+		h.WriteString(v)
+		sum += h.Sum64()
+	}
+	return sum
+}
+
+// shareLocked returns the shared map equal to m (m itself, counted, when there is none yet); an
+// empty map is returned as it is.
+func (t *stringMaps) shareLocked(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	h := t.hash(m)
+	for _, s := range t.byHash[h] {
+		if maps.Equal(s.m, m) {
+			s.refs++
+			return s.m
+		}
+	}
+	t.byHash[h] = append(t.byHash[h], &sharedMap{m: m, refs: 1})
+	return m
+}
+
+// releaseLocked gives back one hold on the shared map equal to m.
+func (t *stringMaps) releaseLocked(m map[string]string) {
+	if len(m) == 0 {
+		return
+	}
+	h := t.hash(m)
+	ss := t.byHash[h]
+	for i, s := range ss {
+		if !maps.Equal(s.m, m) {
+			continue
+		}
+		if s.refs--; s.refs > 0 {
+			return
+		}
+		if len(ss) == 1 {
+			delete(t.byHash, h)
+			return
+		}
+		ss[i] = ss[len(ss)-1]
+		ss[len(ss)-1] = nil
+		t.byHash[h] = ss[:len(ss)-1]
+		return
+	}
+}
+
+// share makes p's labels, annotations and image the shared ones (once: a second Add changes
+// nothing).
+func (t *stringMaps) share(p *PackedConfig) {
+	if p == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p.shared {
+		return
+	}
+	p.labels, p.annotations, p.shared = t.shareLocked(p.labels), t.shareLocked(p.annotations), true
+	p.image = t.shareImageLocked(p.image)
+}
+
+// release gives back p's holds on its shared maps and image.
+func (t *stringMaps) release(p *PackedConfig) {
+	if p == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !p.shared {
+		return
+	}
+	t.releaseLocked(p.labels)
+	t.releaseLocked(p.annotations)
+	t.releaseImageLocked(p.image)
+	p.shared = false
+}
