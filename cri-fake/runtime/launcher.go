@@ -52,7 +52,7 @@ func (UntilStopped) Validate(task.Spec) error { return nil }
 
 // Start returns a task that runs until stopped.
 func (UntilStopped) Start(context.Context, task.Spec) (task.Task, error) {
-	return &untilStopped{done: make(chan struct{})}, nil
+	return &untilStopped{}, nil
 }
 
 // DialPort is unsupported: nothing listens.
@@ -71,7 +71,6 @@ type untilStopped struct {
 	task.ExitNotice // the task ends only in Kill, which reports it: no goroutine waits for it
 
 	once sync.Once
-	done chan struct{}
 	exit task.Exit
 }
 
@@ -82,14 +81,12 @@ func (t *untilStopped) Kill(sig syscall.Signal) error {
 		if sig == syscall.SIGKILL {
 			t.exit.Code = 128 + int32(syscall.SIGKILL)
 		}
-		close(t.done)
 		t.Ended()
 	})
 	return nil
 }
 
-func (t *untilStopped) Done() <-chan struct{} { return t.done }
-func (t *untilStopped) Exit() task.Exit       { return t.exit }
+func (t *untilStopped) Exit() task.Exit { return t.exit }
 
 // NotifyExit is task.ExitNotice's, not task.Unsupported's.
 func (t *untilStopped) NotifyExit(f func()) bool { return t.ExitNotice.NotifyExit(f) }

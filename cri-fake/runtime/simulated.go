@@ -18,6 +18,7 @@ import (
 	"github.com/plugsim/plugsim/cri-fake/process"
 	"github.com/plugsim/plugsim/cri-fake/process/containerio"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
+	"github.com/plugsim/plugsim/cri-fake/runtime/delayedstart"
 	"github.com/plugsim/plugsim/cri-fake/runtime/execlookup"
 	"github.com/plugsim/plugsim/cri-fake/task"
 )
@@ -30,7 +31,7 @@ import (
 // The image content is built once per image and shared; a container's process spec (with its
 // file system view) is built once, at CreateContainer when that can fail (Validate keeps it for
 // Start), else when the process starts. What a container costs beyond that is kept down by three
-// types, each saying what it buys: execlookup.Cache, delayedStarts and
+// types, each saying what it buys: execlookup.Cache, delayedstart.Queue and
 // containerio.LazyLog.
 //
 // The lock order is Simulated.mu, then simPod.mu; simTask.mu and the three types' locks are
@@ -46,7 +47,7 @@ type Simulated struct {
 	// inject faults, such as an output writer that panics.
 	SpecHook func(containerID string, spec *process.Spec)
 
-	starts  delayedStarts
+	starts  delayedstart.Queue[*simTask]
 	lookups execlookup.Cache
 
 	mu         sync.Mutex
@@ -354,20 +355,14 @@ func (l *Simulated) Start(ctx context.Context, ts task.Spec) (task.Task, error) 
 	if err != nil {
 		return nil, err
 	}
+	// The task keeps the config packed (task.PackedConfig) and begin unpacks it again: a
+	// container that waits (dormant) or only runs does not hold its tree twice over.
 	t := &simTask{
-		sim: l, spec: ts, procSpec: procSpec, unstarted: true,
-		logs:      containerio.LazyLog{Path: ts.LogPath, Logf: l.logf},
-		stdinOnce: ts.Config.GetStdinOnce(),
-		ready:     make(chan struct{}),
-		done:      make(chan struct{}),
-		res:       resources(ts),
+		sim: l, spec: keep(ts), procSpec: procSpec, unstarted: true,
+		logs: containerio.LazyLog{Path: ts.LogPath, Logf: l.logf},
+		res:  resources(ts),
 	}
 	t.doze.how, t.doze.may = l.dormancy(ts, procSpec, exe)
-	if ts.Packed != nil {
-		// begin unpacks it again: a container that waits (dormant) or only runs holds its
-		// config packed, not its tree twice over (task.PackedConfig).
-		t.spec.Config = nil
-	}
 	t.logs.OpenIfDirExists()
 	if l.StartLatency <= 0 {
 		if err := t.materialise(); err != nil {
@@ -375,7 +370,7 @@ func (l *Simulated) Start(ctx context.Context, ts task.Spec) (task.Task, error) 
 		}
 		return t, nil
 	}
-	l.starts.schedule(t, time.Now().Add(l.StartLatency))
+	l.starts.Schedule(t, time.Now().Add(l.StartLatency))
 	return t, nil
 }
 

@@ -35,8 +35,8 @@ type dozing struct {
 	since time.Time        // when it started
 	end   *time.Timer      // ends a finite sleep (nil: waits until signalled)
 	// the previous Usage's CPU time and when it was taken (its rate, as the kernel's Stats)
-	statsCPU time.Duration
-	statsAt  time.Time
+	statsCPU   time.Duration
+	statsAfter time.Duration // since since
 }
 
 // dormantUsage answers Usage for a dormant task without starting it (process.Dormancy.Usage);
@@ -49,15 +49,12 @@ func (t *simTask) dormantUsage() (task.Usage, bool) {
 	}
 	now := time.Now()
 	mem, cpu := t.doze.how.Usage(t.doze.since, now)
-	at := t.doze.statsAt
-	if at.IsZero() {
-		at = t.doze.since
-	}
+	at := t.doze.since.Add(t.doze.statsAfter)
 	var rate uint64
 	if el := now.Sub(at); el > 0 && cpu >= t.doze.statsCPU {
 		rate = uint64(float64(cpu-t.doze.statsCPU) / el.Seconds())
 	}
-	t.doze.statsCPU, t.doze.statsAt = cpu, now
+	t.doze.statsCPU, t.doze.statsAfter = cpu, now.Sub(t.doze.since)
 	return task.Usage{MemoryBytes: mem, CPUNanos: uint64(cpu), CPUNanoCores: rate}, true
 }
 
@@ -89,9 +86,12 @@ func (l *Simulated) dormancy(ts task.Spec, spec *process.Spec, exe vfs.Executabl
 	return process.Dormant(exe, args, env, resources(ts).GetMemoryLimitInBytes())
 }
 
-// due is delayedStarts' call when the start is due: a dormant start when the program only
+// Settled tells delayedstart.Queue that the start was taken (started or abandoned).
+func (t *simTask) Settled() bool { return t.settled.Load() }
+
+// Due is delayedstart.Queue's call when the start is due: a dormant start when the program only
 // waits, else the process.
-func (t *simTask) due() {
+func (t *simTask) Due() {
 	t.mu.Lock()
 	if t.doze.may && t.unstarted {
 		t.doze.on, t.doze.since = true, time.Now()
@@ -117,7 +117,7 @@ func (t *simTask) dormantEnd() {
 	t.settled.Store(true)
 	t.mu.Unlock()
 	t.end(task.Exit{Code: 0, At: time.Now()})
-	close(t.ready)
+	t.setReady()
 }
 
 // killDormant ends a dormant task as sig ends its program (process.Dormancy.Signalled), and
@@ -141,7 +141,7 @@ func (t *simTask) killDormant(sig syscall.Signal) bool {
 		t.logs.Stream(process.Stderr).Write([]byte(stderr))
 	}
 	t.end(task.Exit{Code: int32(code), At: time.Now()})
-	close(t.ready)
+	t.setReady()
 	return true
 }
 

@@ -96,12 +96,12 @@ func TestDormantContainerHoldsNoProcess(t *testing.T) {
 	}
 	for i, tk := range tasks {
 		tk.mu.Lock()
-		proc, cio, fs, spec := tk.proc, tk.cio, tk.fs, tk.procSpec
+		live, spec, ready := tk.live, tk.procSpec, tk.ready
 		tk.mu.Unlock()
 		// The first container of an image and command builds one spec to look its command up
-		// (execlookup.Cache); the others build none.
-		if proc != nil || cio != nil || fs != nil || (spec != nil && i > 0) {
-			t.Fatalf("dormant container %d holds its process %v, attach fan-out %v, file system %v, spec %v", i, proc != nil, cio != nil, fs != nil, spec != nil)
+		// (execlookup.Cache); the others build none. Nobody waits on it: no channel either.
+		if live != nil || (spec != nil && i > 0) || ready != nil {
+			t.Fatalf("dormant container %d holds its process, attach fan-out and file system %v, spec %v, channel %v", i, live != nil, spec != nil, ready != nil)
 		}
 		if st := containerState(t, s, ids[i]); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			t.Fatalf("dormant container %d: %v, want RUNNING", i, st.State)
@@ -130,10 +130,10 @@ func TestDormantContainerHoldsNoProcess(t *testing.T) {
 	if err != nil || r.ExitCode != 0 || !bytes.Contains(r.Stdout, []byte("sleep infinity")) {
 		t.Fatalf("ps in a dormant container: %q %q, %v", r.GetStdout(), r.GetStderr(), err)
 	}
-	if woken.dormant() || woken.proc == nil {
+	if woken.dormant() || woken.process() == nil {
 		t.Fatal("an exec did not wake the dormant container")
 	}
-	if got := woken.proc.Processes()[0].Started; !got.Equal(since) {
+	if got := woken.process().Processes()[0].Started; !got.Equal(since) {
 		t.Fatalf("the woken sleep started at %v, want when it went dormant, %v", got, since)
 	}
 	wokenStats := stats(ids[3])
@@ -154,8 +154,8 @@ func TestDormantContainerHoldsNoProcess(t *testing.T) {
 	if _, err := s.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: ids[0], Timeout: 30}); err != nil {
 		t.Fatal(err)
 	}
-	if st := containerState(t, s, ids[0]); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 143 || tasks[0].proc != nil {
-		t.Fatalf("a dormant sleep stopped: %v %d (simulated %v), want EXITED 143 without a process", st.State, st.ExitCode, tasks[0].proc != nil)
+	if st := containerState(t, s, ids[0]); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 143 || tasks[0].process() != nil {
+		t.Fatalf("a dormant sleep stopped: %v %d (simulated %v), want EXITED 143 without a process", st.State, st.ExitCode, tasks[0].process() != nil)
 	}
 	// A woken one is stopped as a process.
 	if err := woken.Kill(syscall.SIGTERM); err != nil {
@@ -172,7 +172,7 @@ func TestDormantContainerHoldsNoProcess(t *testing.T) {
 	if st := waitExited(t, s, short); st.ExitCode != 0 || st.Reason != "Completed" {
 		t.Fatalf("a dormant sleep 2: exit %d %q, want 0 Completed", st.ExitCode, st.Reason)
 	}
-	if shortTask.proc != nil {
+	if shortTask.process() != nil {
 		t.Fatal("a sleep 2 nothing looked at was simulated")
 	}
 

@@ -27,8 +27,8 @@ func resources(ts task.Spec) *runtimeapi.LinuxContainerResources {
 func (t *simTask) applyResources(spec *process.Spec) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.fs = spec.FS
-	t.started = t.res
+	t.live.fs = spec.FS
+	t.live.started = t.res
 	spec.MemoryLimit = t.res.GetMemoryLimitInBytes()
 	spec.CPUQuota, spec.CPUPeriod = process.CPULimit(t.res)
 	spec.CPUShares = t.res.GetCpuShares()
@@ -53,10 +53,11 @@ func (t *simTask) Update(r *runtimeapi.LinuxContainerResources) {
 	defer t.mu.Unlock()
 	t.res = r
 	switch {
-	case t.proc != nil:
-		t.proc.UpdateResources(r) // a memory limit below what it holds: the OOM killer; the CPU quota from this period on
-	case t.fs != nil:
-		t.fs.SetMemoryLimit(r.GetMemoryLimitInBytes())
+	case t.live == nil:
+	case t.live.proc != nil:
+		t.live.proc.UpdateResources(r) // a memory limit below what it holds: the OOM killer; the CPU quota from this period on
+	case t.live.fs != nil:
+		t.live.fs.SetMemoryLimit(r.GetMemoryLimitInBytes())
 	}
 }
 

@@ -13,38 +13,83 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/plugsim/plugsim/cri-fake/images"
 	"github.com/plugsim/plugsim/cri-fake/process"
 	"github.com/plugsim/plugsim/cri-fake/process/containerio"
 	"github.com/plugsim/plugsim/cri-fake/task"
 )
 
 // simTask is the Simulated launcher's task: a container's main process of cri-fake/process,
-// started by delayedStarts (or at once when anything needs it first), with its stdio wired to
+// started by delayedstart.Queue (or at once when anything needs it first), with its stdio wired to
 // the CRI log and to attach sessions.
+//
+// A node keeps one per running container for the container's life, most of them dormant
+// (simulated_dormant.go): what only a started process needs is in live, made when it starts,
+// the exit is made when the task ends, and the channels when somebody waits (ready here, Done in
+// task.ExitNotice). 30,000 of them took 28 MB of cri-fake/server's BenchmarkLargeNode's heap at
+// 672 bytes each with two channels, a spec of 248 and the start time.
 type simTask struct {
-	sim       *Simulated
-	spec      task.Spec
-	procSpec  *process.Spec        // built by Start, or nil: begin builds it
-	cio       *process.ContainerIO // made when the process starts
-	logs      containerio.LazyLog
+	sim      *Simulated
+	spec     keptSpec
+	procSpec *process.Spec // built by Start, or nil: begin builds it
+	logs     containerio.LazyLog
+
+	mu              sync.Mutex
+	unstarted       bool                                // begin is still to be called (false once started or abandoned)
+	isReady         bool                                // live is set or the task ended before it ran: materialise's waiters go on
+	settled         atomic.Bool                         // unstarted was taken (started or abandoned): the start queue skips it
+	doze            dozing                              // a process that only waits, kept dormant (simulated_dormant.go; under mu)
+	ready           chan struct{}                       // made by a materialise that waits for another's start; closed once isReady
+	live            *simLive                            // the started process (nil until begin, and for a task ended before)
+	exit            *task.Exit                          // set before Ended
+	task.ExitNotice                                     // the process reports its own end: the runtime keeps no goroutine per container
+	res             *runtimeapi.LinuxContainerResources // the resources as last set (under mu; see Update)
+}
+
+// simLive is what a task's started process holds.
+type simLive struct {
+	proc      *process.Process     // the main process (set under mu)
+	cio       *process.ContainerIO // its stdio
+	startErr  error
 	stdinOnce bool
+	started   *runtimeapi.LinuxContainerResources // the ones the process was started with (under mu)
+	fs        *process.FS                         // the started process's file system (under mu; see Update)
+}
 
-	mu        sync.Mutex
-	unstarted bool        // begin is still to be called (false once started or abandoned)
-	startAt   time.Time   // when delayedStarts starts it
-	settled   atomic.Bool // unstarted was taken (started or abandoned): delayedStarts skips it
-	doze      dozing      // a process that only waits, kept dormant (simulated_dormant.go; under mu)
+// keptSpec is what a task keeps of its task.Spec until its process starts (begin gives it back
+// as one): the config packed, not the image's tags, the log path (logs has it) or the resources
+// (res).
+type keptSpec struct {
+	containerID, sandboxID string
+	config                 *runtimeapi.ContainerConfig // only when the spec came without Packed
+	packed                 task.PackedConfig
+	sandboxConfig          *runtimeapi.PodSandboxConfig
+	imageID                string
+	image                  *images.CatalogImage
+	netNS                  string
+	podIPs                 []string
+	imageVolumes           map[string]images.Image
+	realNetNS              bool
+}
 
-	ready           chan struct{}    // proc or startErr is set (proc stays nil for a task killed before it ran)
-	proc            *process.Process // the main process
-	startErr        error
-	done            chan struct{} // the process ended and its output is flushed; exit is set
-	exit            task.Exit
-	task.ExitNotice // the process reports its own end: the runtime keeps no goroutine per container
+func keep(ts task.Spec) keptSpec {
+	k := keptSpec{containerID: ts.ContainerID, sandboxID: ts.SandboxID, packed: ts.Packed, sandboxConfig: ts.SandboxConfig,
+		imageID: ts.Image.ID, image: ts.Image.Config, netNS: ts.NetNS, podIPs: ts.PodIPs, imageVolumes: ts.ImageVolumes, realNetNS: ts.RealNetNS}
+	if ts.Packed == nil {
+		k.config = ts.Config
+	}
+	return k
+}
 
-	res     *runtimeapi.LinuxContainerResources // the resources as last set (under mu; see Update)
-	started *runtimeapi.LinuxContainerResources // the ones the process was started with (under mu)
-	fs      *process.FS                         // the started process's file system (under mu; see Update)
+// taskSpec is the spec again, its config unpacked.
+func (k *keptSpec) taskSpec(res *runtimeapi.LinuxContainerResources) task.Spec {
+	cfg := k.config
+	if cfg == nil {
+		cfg = k.packed.Unpack()
+	}
+	return task.Spec{ContainerID: k.containerID, SandboxID: k.sandboxID, Config: cfg, Packed: k.packed, SandboxConfig: k.sandboxConfig,
+		Image: images.Image{ID: k.imageID, Config: k.image}, NetNS: k.netNS, RealNetNS: k.realNetNS, PodIPs: k.podIPs,
+		Resources: res, ImageVolumes: k.imageVolumes}
 }
 
 // run starts the process and arranges for its end to flush the output and close done.
@@ -54,17 +99,17 @@ func (t *simTask) run(spec process.Spec) error {
 		return err
 	}
 	t.mu.Lock()
-	t.proc = p
-	if t.res != t.started {
+	t.live.proc = p
+	if t.res != t.live.started {
 		p.UpdateResources(t.res) // an Update came between applyResources and now
 	}
 	t.mu.Unlock()
 	p.AfterExit(func() {
-		t.cio.Close()  // ends attach sessions, flushes their last line
-		t.logs.Close() // flushes a last line without newline as a P record
+		t.live.cio.Close() // ends attach sessions, flushes their last line
+		t.logs.Close()     // flushes a last line without newline as a P record
 		code, _ := p.ExitCode()
-		t.exit = task.Exit{Code: int32(code), At: p.FinishedAt(), Reason: exitReason(p)}
-		t.closeDone()
+		t.exit = &task.Exit{Code: int32(code), At: p.FinishedAt(), Reason: exitReason(p)}
+		t.Ended()
 	})
 	return nil
 }
@@ -75,14 +120,17 @@ func (t *simTask) run(spec process.Spec) error {
 func (t *simTask) begin(since time.Time) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			t.sim.logf("container %s: starting its process crashed on a defect of cri-fake: %v\n%s", t.spec.ContainerID, r, debug.Stack())
+			t.sim.logf("container %s: starting its process crashed on a defect of cri-fake: %v\n%s", t.spec.containerID, r, debug.Stack())
 			err = fmt.Errorf("cri-fake defect while starting the process: %v", r)
 		}
 	}()
-	sim, ts := t.sim, t.spec
-	if ts.Config == nil {
-		ts.Config = ts.Packed.Unpack() // Start dropped it
-	}
+	t.mu.Lock()
+	live := &simLive{}
+	t.live = live
+	ts := t.spec.taskSpec(t.res)
+	t.mu.Unlock()
+	sim := t.sim
+	live.stdinOnce = ts.Config.GetStdinOnce()
 	var spec process.Spec
 	if t.procSpec != nil {
 		spec = *t.procSpec
@@ -111,7 +159,7 @@ func (t *simTask) begin(since time.Time) (err error) {
 	spec.CPU = sim.cpus
 	t.applyResources(&spec)
 	cio := process.NewContainerIO(nil, ts.Config.GetStdin(), ts.Config.GetTty())
-	t.cio = cio // before ready is closed, which publishes it
+	live.cio = cio // before ready is closed, which publishes it
 	spec.Stdin = cio.Stdin()
 	spec.Stdout = tee{cio.Stdout(), t.logs.Stream(process.Stdout)}
 	spec.Stderr = tee{cio.Stderr(), t.logs.Stream(process.Stderr)}
@@ -132,29 +180,51 @@ func (t *simTask) materialise() error {
 	t.unstarted = false
 	t.settled.Store(true)
 	since := t.wakeLocked()
-	t.mu.Unlock()
 	if !unstarted {
-		<-t.ready
-		return t.startErr
+		if !t.isReady && t.ready == nil {
+			t.ready = make(chan struct{})
+		}
+		ready, isReady := t.ready, t.isReady
+		t.mu.Unlock()
+		if !isReady {
+			<-ready
+		}
+		if live := t.live; live != nil {
+			return live.startErr
+		}
+		return nil
 	}
+	t.mu.Unlock()
 	if err := t.begin(since); err != nil {
 		t.end(task.Exit{Code: 128, Reason: "StartError", Message: startError(err).Error(), At: time.Now()})
-		t.startErr = err
-		close(t.ready)
+		t.live.startErr = err
+		t.setReady()
 		return err
 	}
-	close(t.ready)
+	t.setReady()
 	return nil
+}
+
+// setReady lets materialise's waiters go on: the process started, failed to, or the task ended
+// before it ran.
+func (t *simTask) setReady() {
+	t.mu.Lock()
+	t.isReady = true
+	ready := t.ready
+	t.mu.Unlock()
+	if ready != nil {
+		close(ready)
+	}
 }
 
 // end records the exit of a task whose process never ran.
 func (t *simTask) end(e task.Exit) {
-	if t.cio != nil {
-		t.cio.Close()
+	if live := t.live; live != nil && live.cio != nil {
+		live.cio.Close()
 	}
 	t.logs.Close()
-	t.exit = e
-	t.closeDone()
+	t.exit = &e
+	t.Ended()
 }
 
 // tee writes the process's output to its attach sessions and to the log.
@@ -164,12 +234,6 @@ func (t tee) Write(p []byte) (int, error) {
 	t.a.Write(p)
 	t.b.Write(p)
 	return len(p), nil
-}
-
-// closeDone marks the end (exit must be set) and reports it.
-func (t *simTask) closeDone() {
-	close(t.done)
-	t.Ended()
 }
 
 // Kill signals the main process. A task stopped with TERM or KILL before its process started
@@ -187,25 +251,37 @@ func (t *simTask) Kill(sig syscall.Signal) error {
 			t.settled.Store(true)
 			t.mu.Unlock()
 			t.end(task.Exit{Code: 128 + int32(sig), At: time.Now()})
-			close(t.ready)
+			t.setReady()
 			return nil
 		}
 		t.mu.Unlock()
 	}
 	t.materialise()
-	if t.proc == nil {
+	p := t.process()
+	if p == nil {
 		return nil
 	}
-	if err := t.proc.Signal(sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := p.Signal(sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err
 	}
 	return nil
 }
 
-// Done is closed once the process has ended and its output is flushed to the log.
-func (t *simTask) Done() <-chan struct{} { return t.done }
+// process is the started process; nil before it starts, and for a task ended before it ran.
+func (t *simTask) process() *process.Process {
+	if t.live == nil {
+		return nil
+	}
+	return t.live.proc
+}
 
-func (t *simTask) Exit() task.Exit { return t.exit }
+// Exit is how the task ended, once Done is closed.
+func (t *simTask) Exit() task.Exit {
+	if t.exit == nil {
+		return task.Exit{}
+	}
+	return *t.exit
+}
 
 func (t *simTask) ReopenLog() error { return t.logs.Reopen() }
 
@@ -215,7 +291,7 @@ func (t *simTask) ReopenLog() error { return t.logs.Reopen() }
 // keeps serving.
 func (t *simTask) crashedExec(cmd []string, code *int) {
 	if r := recover(); r != nil {
-		t.sim.logf("container %s: exec %q crashed on a defect of cri-fake and ends with exit code 139: %v\n%s", t.spec.ContainerID, cmd, r, debug.Stack())
+		t.sim.logf("container %s: exec %q crashed on a defect of cri-fake and ends with exit code 139: %v\n%s", t.spec.containerID, cmd, r, debug.Stack())
 		*code = 128 + int(syscall.SIGSEGV)
 	}
 }
@@ -231,10 +307,11 @@ func (t *simTask) ExecSync(ctx context.Context, cmd []string) (res task.ExecResu
 	}()
 	defer t.crashedExec(cmd, &crashed)
 	t.materialise()
-	if t.proc == nil {
+	p := t.process()
+	if p == nil {
 		return task.ExecResult{}, process.ErrNotRunning
 	}
-	stdout, stderr, code, err := t.proc.ExecSync(ctx, cmd, 0)
+	stdout, stderr, code, err := p.ExecSync(ctx, cmd, 0)
 	if err != nil {
 		return task.ExecResult{}, err
 	}
@@ -247,10 +324,11 @@ func (t *simTask) Usage() (task.Usage, error) {
 		return u, nil
 	}
 	t.materialise() // at most the start latency early
-	if t.proc == nil {
+	p := t.process()
+	if p == nil {
 		return task.Usage{}, nil
 	}
-	st := t.proc.Stats()
+	st := p.Stats()
 	return task.Usage{MemoryBytes: st.MemoryBytes, CPUNanos: st.CPUNanos, CPUNanoCores: st.CPUNanoCores, WritableLayerBytes: st.WritableLayerBytes}, nil
 }
 
@@ -264,10 +342,11 @@ func (t *simTask) Exec(ctx context.Context, cmd []string, in io.Reader, out, err
 	}()
 	defer t.crashedExec(cmd, &crashed)
 	t.materialise()
-	if t.proc == nil {
+	p := t.process()
+	if p == nil {
 		return 0, process.ErrNotRunning
 	}
-	e, err := t.proc.Exec(ctx, process.ExecSpec{Args: cmd, Stdin: in, Stdout: out, Stderr: errw, TTY: tty})
+	e, err := p.Exec(ctx, process.ExecSpec{Args: cmd, Stdin: in, Stdout: out, Stderr: errw, TTY: tty})
 	if err != nil {
 		return 0, err
 	}
@@ -286,11 +365,12 @@ func (t *simTask) Exec(ctx context.Context, cmd []string, in io.Reader, out, err
 // Attach connects a session to the main process's stdio (containerd's stdinOnce rules).
 func (t *simTask) Attach(ctx context.Context, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan task.TerminalSize) error {
 	t.materialise()
-	if t.proc == nil {
+	p := t.process()
+	if p == nil {
 		return process.ErrNotRunning
 	}
-	go forwardResize(resize, t.done, t.proc.Resize)
-	return t.cio.Attach(ctx, in, out, errw, t.stdinOnce)
+	go forwardResize(resize, t.Done(), p.Resize)
+	return t.live.cio.Attach(ctx, in, out, errw, t.live.stdinOnce)
 }
 
 func forwardResize(resize <-chan task.TerminalSize, done <-chan struct{}, set func(w, h uint16)) {
