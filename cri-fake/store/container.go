@@ -42,7 +42,8 @@ type Container struct {
 
 	mu     sync.RWMutex
 	status ContainerStatus
-	// exited is closed once the container has become EXITED.
+	// exited is closed once the container has become EXITED; made by Exited (most containers are
+	// never waited on: 96 bytes each saved at 30,000 in cri-fake/server's BenchmarkLargeNode).
 	exited chan struct{}
 	// task is the started container's main process, set while the container is RUNNING.
 	task task.Task
@@ -72,7 +73,7 @@ type ContainerStatus struct {
 
 // NewContainer returns a CREATED container.
 func NewContainer(spec ContainerSpec) *Container {
-	n := &Container{ContainerSpec: spec, exited: make(chan struct{})}
+	n := &Container{ContainerSpec: spec}
 	n.status.Resources = spec.Config.Resources()
 	return n
 }
@@ -93,7 +94,17 @@ func (c *Container) Task() task.Task {
 }
 
 // Exited is closed once the container is EXITED.
-func (c *Container) Exited() <-chan struct{} { return c.exited }
+func (c *Container) Exited() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.exited == nil {
+		c.exited = make(chan struct{})
+		if c.status.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+			close(c.exited)
+		}
+	}
+	return c.exited
+}
 
 func stateName(s runtimeapi.ContainerState) string {
 	return strings.TrimPrefix(s.String(), "CONTAINER_")
@@ -140,7 +151,11 @@ func (c *Container) SetStartFailed(at int64, msg string) {
 	c.closeExited()
 }
 
+// closeExited closes exited, if made, once the state is EXITED; c.mu is held.
 func (c *Container) closeExited() {
+	if c.exited == nil {
+		return
+	}
 	select {
 	case <-c.exited:
 	default:
@@ -257,9 +272,9 @@ func (s *ContainerStore) Release(name string) { s.idx.release(name) }
 // value can have, so one index serves both lookups.
 func sandboxKey(id string) string { return "\x00sandbox/" + id }
 
-// Add inserts a container; its labels and annotations become the store's shared maps.
+// Add inserts a container; its labels, annotations, image and user become the store's shared ones.
 func (s *ContainerStore) Add(c *Container) {
-	s.maps.share(c.Config)
+	s.maps.share(c)
 	s.idx.add(c.ID, c.Config.GetLabels()[PodUIDLabel], c)
 	s.idx.add(c.ID, sandboxKey(c.SandboxID), c)
 }
@@ -274,7 +289,7 @@ func (s *ContainerStore) Delete(c *Container) {
 	s.idx.mu.Unlock()
 	s.idx.remove(c.ID, c.Config.GetLabels()[PodUIDLabel])
 	s.idx.release(c.Name)
-	s.maps.release(c.Config)
+	s.maps.release(c)
 }
 
 // List returns every container in creation order.

@@ -124,3 +124,39 @@ func TestStoreSharesEqualLabelMaps(t *testing.T) {
 		t.Fatalf("labels after the table emptied: %v", c.Config.GetLabels())
 	}
 }
+
+func TestStoreSharesEqualUsers(t *testing.T) {
+	s := NewContainerStore()
+	user := func(uid, gid int64, groups ...int64) *runtimeapi.ContainerUser {
+		return &runtimeapi.ContainerUser{Linux: &runtimeapi.LinuxContainerUser{Uid: uid, Gid: gid, SupplementalGroups: groups}}
+	}
+	mk := func(id string, u *runtimeapi.ContainerUser) *Container {
+		cfg := fullConfig()
+		cfg.Metadata.Name = id
+		c := NewContainer(ContainerSpec{ID: id, Name: id, SandboxID: "sb", Config: Pack(cfg), User: u})
+		s.Add(c)
+		return c
+	}
+	a, b := mk("a1", user(0, 0, 0)), mk("b2", user(0, 0, 0))
+	c, d := mk("c3", user(0, 0, 0, 1)), mk("d4", user(1000, 0, 0))
+	if a.User != b.User {
+		t.Fatal("equal users are not one message")
+	}
+	if c.User == a.User || d.User == a.User || c.User.GetLinux().GetSupplementalGroups()[1] != 1 || d.User.GetLinux().GetUid() != 1000 {
+		t.Fatalf("users that differ are shared: %v %v %v", a.User, c.User, d.User)
+	}
+	if n := len(s.maps.users); n != 3 {
+		t.Fatalf("table holds %d users, want 3", n)
+	}
+	for _, x := range []*Container{a, b, c, d} {
+		s.Delete(x)
+	}
+	if n := len(s.maps.users); n != 0 {
+		t.Fatalf("after the last delete the table holds %d users, want none", n)
+	}
+	// A restored container has no user yet (the runtime works it out): nothing is shared.
+	mk("e5", nil)
+	if n := len(s.maps.users); n != 0 {
+		t.Fatalf("a container without a user is in the table (%d)", n)
+	}
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"maps"
 	"sync"
@@ -18,13 +19,65 @@ import (
 // reference) is shared the same way among the containers of one image, when it has no
 // annotations or unknown fields.
 //
-// A shared map or image is counted: it is kept while a container of the store holds it and
+// The user a container runs as (ContainerStatus.user: two messages and a slice, about 150 bytes)
+// is shared the same way among the containers that run as the same uid, gid and groups.
+//
+// A shared map, image or user is counted: it is kept while a container of the store holds it and
 // forgotten with the last, so the table never holds more of them than the store holds containers.
 type stringMaps struct {
 	mu     sync.Mutex
 	seed   maphash.Seed
 	byHash map[uint64][]*sharedMap
 	images map[imageKey]*sharedImage
+	users  map[userKey]*sharedUser
+}
+
+type userKey struct {
+	uid, gid int64
+	groups   string // the supplemental groups, each as 8 bytes
+}
+
+type sharedUser struct {
+	user *runtimeapi.ContainerUser
+	refs int
+}
+
+// userKeyOf is the key a user is shared under; false when it is not shared.
+func userKeyOf(u *runtimeapi.ContainerUser) (userKey, bool) {
+	l := u.GetLinux()
+	if l == nil || len(u.ProtoReflect().GetUnknown()) > 0 || len(l.ProtoReflect().GetUnknown()) > 0 {
+		return userKey{}, false
+	}
+	groups := make([]byte, 0, 8*len(l.GetSupplementalGroups()))
+	for _, g := range l.GetSupplementalGroups() {
+		groups = binary.LittleEndian.AppendUint64(groups, uint64(g))
+	}
+	return userKey{l.GetUid(), l.GetGid(), string(groups)}, true
+}
+
+func (t *stringMaps) shareUserLocked(u *runtimeapi.ContainerUser) *runtimeapi.ContainerUser {
+	k, ok := userKeyOf(u)
+	if !ok {
+		return u
+	}
+	if s := t.users[k]; s != nil {
+		s.refs++
+		return s.user
+	}
+	t.users[k] = &sharedUser{user: u, refs: 1}
+	return u
+}
+
+func (t *stringMaps) releaseUserLocked(u *runtimeapi.ContainerUser) {
+	k, ok := userKeyOf(u)
+	if !ok {
+		return
+	}
+	if s := t.users[k]; s != nil {
+		if s.refs--; s.refs <= 0 {
+			delete(t.users, k)
+		}
+	}
 }
 
 type imageKey struct{ image, userSpecified, runtimeHandler string }
@@ -73,7 +126,7 @@ type sharedMap struct {
 }
 
 func newStringMaps() stringMaps {
-	return stringMaps{seed: maphash.MakeSeed(), byHash: map[uint64][]*sharedMap{}, images: map[imageKey]*sharedImage{}}
+	return stringMaps{seed: maphash.MakeSeed(), byHash: map[uint64][]*sharedMap{}, images: map[imageKey]*sharedImage{}, users: map[userKey]*sharedUser{}}
 }
 
 // hash is the same for equal maps, whatever their iteration order: the sum of each entry's hash.
@@ -133,9 +186,10 @@ func (t *stringMaps) releaseLocked(m map[string]string) {
 	}
 }
 
-// share makes p's labels, annotations and image the shared ones (once: a second Add changes
-// nothing).
-func (t *stringMaps) share(p *PackedConfig) {
+// share makes c's labels, annotations, image and user the shared ones (once: a second Add
+// changes nothing; nor does a container without a config).
+func (t *stringMaps) share(c *Container) {
+	p := c.Config
 	if p == nil {
 		return
 	}
@@ -146,10 +200,12 @@ func (t *stringMaps) share(p *PackedConfig) {
 	}
 	p.labels, p.annotations, p.shared = t.shareLocked(p.labels), t.shareLocked(p.annotations), true
 	p.image = t.shareImageLocked(p.image)
+	c.User = t.shareUserLocked(c.User)
 }
 
-// release gives back p's holds on its shared maps and image.
-func (t *stringMaps) release(p *PackedConfig) {
+// release gives back c's holds on its shared maps, image and user.
+func (t *stringMaps) release(c *Container) {
+	p := c.Config
 	if p == nil {
 		return
 	}
@@ -161,5 +217,6 @@ func (t *stringMaps) release(p *PackedConfig) {
 	t.releaseLocked(p.labels)
 	t.releaseLocked(p.annotations)
 	t.releaseImageLocked(p.image)
+	t.releaseUserLocked(c.User)
 	p.shared = false
 }
