@@ -18,6 +18,7 @@ import (
 	"github.com/plugsim/plugsim/cri-fake/process"
 	"github.com/plugsim/plugsim/cri-fake/process/containerio"
 	"github.com/plugsim/plugsim/cri-fake/process/vfs"
+	"github.com/plugsim/plugsim/cri-fake/runtime/alarm"
 	"github.com/plugsim/plugsim/cri-fake/runtime/delayedstart"
 	"github.com/plugsim/plugsim/cri-fake/runtime/execlookup"
 	"github.com/plugsim/plugsim/cri-fake/task"
@@ -48,6 +49,7 @@ type Simulated struct {
 	SpecHook func(containerID string, spec *process.Spec)
 
 	starts  delayedstart.Queue[*simTask]
+	ends    alarm.Set[*simTask] // the ends of dormant finite sleeps (simulated_dormant.go)
 	lookups execlookup.Cache
 
 	mu         sync.Mutex

@@ -13,11 +13,12 @@ import (
 
 // A container whose program only waits (`sleep 3600`, `sleep infinity`, `/pause`:
 // process.Dormant) is kept dormant when its start is due: its task records when it started and
-// arms one timer for its end, and builds nothing else (no goroutine, file system view, process
-// table entry, CPU group or log streams) until something looks at it. Then materialise starts
-// the process as if it had run since then (process.Spec.StartedAt). What it buys: a node of
-// 30,000 sleeping containers holds 30,000 timers rather than 30,000 simulated processes with a
-// goroutine each (cri-fake/server's BenchmarkLargeNode; TestDormantContainerHoldsNoProcess).
+// sets one alarm for its end (Simulated.ends), and builds nothing else (no goroutine, file
+// system view, process table entry, CPU group or log streams) until something looks at it.
+// Then materialise starts the process as if it had run since then (process.Spec.StartedAt). What
+// it buys: a node of 30,000 sleeping containers holds 30,000 entries of one alarm.Set rather
+// than 30,000 simulated processes with a goroutine each (cri-fake/server's BenchmarkLargeNode;
+// TestDormantContainerHoldsNoProcess).
 //
 // A stats call is answered from the model without starting it (process.Dormancy.Usage): the
 // kubelet uses its CRI stats provider for every runtime but CRI-O's (UsingLegacyCadvisorStats,
@@ -33,7 +34,7 @@ type dozing struct {
 	how   process.Dormancy // what it does while dormant
 	on    bool             // it is dormant now: unstarted stays true, materialise wakes it
 	since time.Time        // when it started
-	end   *time.Timer      // ends a finite sleep (nil: waits until signalled)
+	slot  int32            // a finite sleep's end in Simulated.ends (alarm.Set's; 0: none)
 	// the previous Usage's CPU time and when it was taken (its rate, as the kernel's Stats)
 	statsCPU   time.Duration
 	statsAfter time.Duration // since since
@@ -96,7 +97,7 @@ func (t *simTask) Due() {
 	if t.doze.may && t.unstarted {
 		t.doze.on, t.doze.since = true, time.Now()
 		if t.doze.how.For != process.Forever {
-			t.doze.end = time.AfterFunc(t.doze.how.For, t.dormantEnd)
+			t.sim.ends.Add(t, t.doze.since.Add(t.doze.how.For))
 		}
 		t.mu.Unlock()
 		return
@@ -105,8 +106,11 @@ func (t *simTask) Due() {
 	t.materialise()
 }
 
-// dormantEnd ends a dormant sleep at its end, with 0, as the process would have.
-func (t *simTask) dormantEnd() {
+// AlarmSlot is where Simulated.ends keeps the end of a finite sleep.
+func (t *simTask) AlarmSlot() *int32 { return &t.doze.slot }
+
+// Ring ends a dormant sleep at its end (Simulated.ends), with 0, as the process would have.
+func (t *simTask) Ring() {
 	t.mu.Lock()
 	if !t.doze.on {
 		t.mu.Unlock()
@@ -152,9 +156,8 @@ func (t *simTask) wakeLocked() time.Time {
 		return time.Time{}
 	}
 	t.doze.on = false
-	if t.doze.end != nil {
-		t.doze.end.Stop()
-		t.doze.end = nil
+	if t.doze.how.For != process.Forever {
+		t.sim.ends.Remove(t)
 	}
 	return t.doze.since
 }
