@@ -20,28 +20,33 @@ import (
 // unknown fields, a nil element, a string that is not valid UTF-8 (protobuf-go refuses to
 // encode it, and the call fails as it would have).
 
+// The answer is written in chunks of about answerChunk bytes, each a whole number of elements,
+// which gRPC frees one by one as it sends them (fakeserver.Config.Encode): a 13 MB answer is
+// not held whole until its last byte is sent, nor sized beforehand.
+const answerChunk = 128 << 10
+
 // encodeListing encodes a listing answer; false when m is not one or holds what only protobuf-go
 // encodes (above).
-func encodeListing(m any) ([]byte, bool) {
+func encodeListing(m any) ([][]byte, bool) {
 	switch r := m.(type) {
 	case *runtimeapi.ListContainersResponse:
 		if len(r.ProtoReflect().GetUnknown()) > 0 {
 			return nil, false
 		}
-		return encodeElements(r.Containers, containerSize, (*listWriter).container)
+		return encodeElements(r.Containers, (*listWriter).container)
 	case *runtimeapi.ListPodSandboxResponse:
 		if len(r.ProtoReflect().GetUnknown()) > 0 {
 			return nil, false
 		}
-		return encodeElements(r.Items, sandboxSize, (*listWriter).sandbox)
+		return encodeElements(r.Items, (*listWriter).sandbox)
 	}
 	return nil, false
 }
 
-// encodeElements writes a listing's elements as its field 1, each sized by size and written by
-// write; false at a nil element or one with unknown fields (left to protobuf-go).
-func encodeElements[T proto.Message](elems []T, size func(T) (int, bool), write func(*listWriter, T)) ([]byte, bool) {
-	w := newListWriter(len(elems), func(i int) (int, bool) { return size(elems[i]) })
+// encodeElements writes a listing's elements as its field 1, each written by write, in chunks
+// (answerChunk); false at a nil element or one with unknown fields (left to protobuf-go).
+func encodeElements[T proto.Message](elems []T, write func(*listWriter, T)) ([][]byte, bool) {
+	w := &listWriter{b: make([]byte, 0, min(answerChunk, 512*len(elems))), ok: true}
 	for _, e := range elems {
 		// A nil element's ProtoReflect is a message that is not valid.
 		if m := e.ProtoReflect(); !m.IsValid() || len(m.GetUnknown()) > 0 {
@@ -50,37 +55,28 @@ func encodeElements[T proto.Message](elems []T, size func(T) (int, bool), write 
 		at := w.open()
 		write(w, e)
 		w.close(at)
+		if cap(w.b)-len(w.b) < answerChunk/16 {
+			// Room for fewer than the next few elements: the next goes in a new chunk.
+			w.chunks = append(w.chunks, w.b)
+			w.b = make([]byte, 0, answerChunk)
+		}
 	}
-	return w.b, w.ok
+	if len(w.b) > 0 || len(w.chunks) == 0 {
+		w.chunks = append(w.chunks, w.b)
+	}
+	return w.chunks, w.ok
 }
 
 // elemLenBytes is the room left for an element's length: three bytes of varint, up to 2 MiB.
 const elemLenBytes = 3
 
-// listWriter writes a listing: its elements as field 1, each as its tag, length and fields. ok
-// turns false at the first thing encodeListing leaves to protobuf-go.
+// listWriter writes a listing: its elements as field 1, each as its tag, length and fields, into
+// b and the chunks before it. ok turns false at the first thing encodeListing leaves to
+// protobuf-go.
 type listWriter struct {
-	b  []byte
-	ok bool
-}
-
-// newListWriter sizes the buffer for n elements from the exact sizes of the first few (size(i)
-// is the i-th's), and a tenth more; append grows it past that.
-func newListWriter(n int, size func(i int) (int, bool)) *listWriter {
-	const sample = 16
-	sum, k := 0, min(n, sample)
-	for i := range k {
-		s, ok := size(i)
-		if !ok {
-			return &listWriter{}
-		}
-		sum += 1 + protowire.SizeBytes(s)
-	}
-	est := 0
-	if k > 0 {
-		est = sum / k * n * 11 / 10
-	}
-	return &listWriter{b: make([]byte, 0, est), ok: true}
+	b      []byte
+	chunks [][]byte
+	ok     bool
 }
 
 // open writes an element's tag and leaves room for its length; close writes the length.
@@ -183,8 +179,8 @@ func (w *listWriter) sandbox(p *runtimeapi.PodSandbox) {
 	w.str(7, p.RuntimeHandler)
 }
 
-// wireSize adds up the wire size of a message's fields (newListWriter's sample, and the nested
-// messages, whose lengths come before them); ok is false for a message with unknown fields.
+// wireSize adds up the wire size of a nested message's fields, whose length comes before them;
+// ok is false for a message with unknown fields.
 type wireSize struct {
 	n  int
 	ok bool
@@ -202,11 +198,6 @@ func (w *wireSize) varint(num protowire.Number, v uint64) {
 	}
 }
 
-func (w *wireSize) message(num protowire.Number, n int, ok bool) {
-	w.ok = w.ok && ok
-	w.n += protowire.SizeTag(num) + protowire.SizeBytes(n)
-}
-
 func (w *wireSize) strMap(num protowire.Number, m map[string]string) {
 	for k, v := range m {
 		w.n += protowire.SizeTag(num) + protowire.SizeBytes(mapEntrySize(k, v))
@@ -215,30 +206,6 @@ func (w *wireSize) strMap(num protowire.Number, m map[string]string) {
 
 func mapEntrySize(k, v string) int {
 	return 1 + protowire.SizeBytes(len(k)) + 1 + protowire.SizeBytes(len(v))
-}
-
-func containerSize(c *runtimeapi.Container) (int, bool) {
-	if c == nil || len(c.ProtoReflect().GetUnknown()) > 0 {
-		return 0, false
-	}
-	w := wireSize{ok: true}
-	w.str(1, c.Id)
-	w.str(2, c.PodSandboxId)
-	if c.Metadata != nil {
-		n, ok := containerMetadataSize(c.Metadata)
-		w.message(3, n, ok)
-	}
-	if c.Image != nil {
-		n, ok := imageSpecSize(c.Image)
-		w.message(4, n, ok)
-	}
-	w.str(5, c.ImageRef)
-	w.varint(6, uint64(int64(c.State)))
-	w.varint(7, uint64(c.CreatedAt))
-	w.strMap(8, c.Labels)
-	w.strMap(9, c.Annotations)
-	w.str(10, c.ImageId)
-	return w.n, w.ok
 }
 
 func containerMetadataSize(m *runtimeapi.ContainerMetadata) (int, bool) {
@@ -255,24 +222,6 @@ func imageSpecSize(i *runtimeapi.ImageSpec) (int, bool) {
 	w.str(18, i.UserSpecifiedImage)
 	w.str(19, i.RuntimeHandler)
 	w.str(20, i.ImageRef)
-	return w.n, w.ok
-}
-
-func sandboxSize(p *runtimeapi.PodSandbox) (int, bool) {
-	if p == nil || len(p.ProtoReflect().GetUnknown()) > 0 {
-		return 0, false
-	}
-	w := wireSize{ok: true}
-	w.str(1, p.Id)
-	if p.Metadata != nil {
-		n, ok := sandboxMetadataSize(p.Metadata)
-		w.message(2, n, ok)
-	}
-	w.varint(3, uint64(int64(p.State)))
-	w.varint(4, uint64(p.CreatedAt))
-	w.strMap(5, p.Labels)
-	w.strMap(6, p.Annotations)
-	w.str(7, p.RuntimeHandler)
 	return w.n, w.ok
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,15 +79,23 @@ func TestListingWire(t *testing.T) {
 	each(sandbox.Metadata, func(m proto.Message) {
 		sandboxes = append(sandboxes, &runtimeapi.PodSandbox{Metadata: m.(*runtimeapi.PodSandboxMetadata)})
 	})
+	// A listing of many chunks, one element larger than a chunk among them.
+	var many []*runtimeapi.Container
+	for i := range 3000 {
+		many = append(many, containers[i%len(containers)])
+	}
+	many[1500] = &runtimeapi.Container{Id: "huge", Labels: map[string]string{"huge": strings.Repeat("h", 2*answerChunk)}}
 	for _, c := range []struct {
 		in   proto.Message
 		back proto.Message
 	}{
+		{&runtimeapi.ListContainersResponse{Containers: many}, &runtimeapi.ListContainersResponse{}},
 		{&runtimeapi.ListContainersResponse{Containers: containers}, &runtimeapi.ListContainersResponse{}},
 		{&runtimeapi.ListPodSandboxResponse{Items: sandboxes}, &runtimeapi.ListPodSandboxResponse{}},
 		{&runtimeapi.ListContainersResponse{}, &runtimeapi.ListContainersResponse{}},
 	} {
-		b, ok := encodeListing(c.in)
+		chunks, ok := encodeListing(c.in)
+		b := bytes.Join(chunks, nil)
 		if !ok {
 			t.Fatalf("%T not encoded", c.in)
 		}
@@ -95,6 +104,22 @@ func TestListingWire(t *testing.T) {
 		}
 		if err := proto.Unmarshal(b, c.back); err != nil || !proto.Equal(c.back, c.in) {
 			t.Fatalf("%T decodes (%v) to\n%v\nnot\n%v", c.in, err, c.back, c.in)
+		}
+		// Each chunk holds whole elements (gRPC sends and frees them one by one): it decodes
+		// on its own, and the chunks' elements are the listing's.
+		n := 0
+		for i, chunk := range chunks {
+			part := c.back.ProtoReflect().New().Interface()
+			if err := proto.Unmarshal(chunk, part); err != nil {
+				t.Fatalf("%T: chunk %d of %d does not decode on its own: %v", c.in, i, len(chunks), err)
+			}
+			n += part.ProtoReflect().Get(part.ProtoReflect().Descriptor().Fields().ByNumber(1)).List().Len()
+		}
+		if all := c.in.ProtoReflect().Get(c.in.ProtoReflect().Descriptor().Fields().ByNumber(1)).List().Len(); n != all {
+			t.Fatalf("%T: the chunks hold %d elements, want %d", c.in, n, all)
+		}
+		if r, ok := c.in.(*runtimeapi.ListContainersResponse); ok && len(r.Containers) == len(many) && len(chunks) < 10 {
+			t.Fatalf("%d elements, %d bytes in %d chunks: want them in chunks of about %d bytes", len(many), len(b), len(chunks), answerChunk)
 		}
 	}
 }

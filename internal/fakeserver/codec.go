@@ -23,10 +23,23 @@ const pooledAnswerMax = 1 << 20
 // answer is encoded into a buffer of its own here, garbage once sent; the pooled tiers up to
 // 1 MiB are used as gRPC uses them.
 //
-// encode, when set, encodes the answers it knows instead (Config.Encode).
+// encode, when set, encodes the answers it knows instead (Config.Encode), in chunks that gRPC
+// lets go of one by one as it sends them (sentChunks).
 type wireCodec struct {
-	encode func(any) ([]byte, bool)
+	encode func(any) ([][]byte, bool)
 }
+
+// sentChunks is the "pool" of an encoded answer's chunks: gRPC frees each chunk once it has
+// written it to the connection (its transport's reader of the answer), and Put lets it go, so
+// the collector may take it while the rest is still being sent.
+type sentChunks struct{}
+
+func (sentChunks) Get(n int) *[]byte {
+	b := make([]byte, n)
+	return &b
+}
+
+func (sentChunks) Put(*[]byte) {}
 
 var _ encoding.CodecV2 = wireCodec{}
 
@@ -34,8 +47,16 @@ func (wireCodec) Name() string { return "proto" }
 
 func (c wireCodec) Marshal(v any) (mem.BufferSlice, error) {
 	if c.encode != nil {
-		if b, ok := c.encode(v); ok {
-			return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+		if chunks, ok := c.encode(v); ok {
+			out := make(mem.BufferSlice, len(chunks))
+			for i := range chunks {
+				// A pointer of its own, not into chunks, which would keep every chunk
+				// until the last is sent.
+				chunk := chunks[i]
+				chunks[i] = nil
+				out[i] = mem.NewBuffer(&chunk, sentChunks{})
+			}
+			return out, nil
 		}
 	}
 	m := messageOf(v)

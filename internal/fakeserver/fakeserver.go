@@ -93,8 +93,9 @@ type Config struct {
 	Log *slog.Logger
 
 	// Encode, when set, encodes the answers it knows (false: the others) in place of protobuf-go,
-	// for speed; what it writes must decode to the same message (cri-fake's listings).
-	Encode func(answer any) ([]byte, bool)
+	// for speed, in chunks gRPC lets go of as it sends them; what it writes, joined, must decode to
+	// the same message (cri-fake's listings).
+	Encode func(answer any) ([][]byte, bool)
 }
 
 // Scaffold is the serving half of a running fake.
@@ -107,7 +108,7 @@ type Scaffold struct {
 	adminMode  os.FileMode
 	gid        int // -1: leave the group
 	maxMsgSize int
-	encode     func(any) ([]byte, bool)
+	encode     func(any) ([][]byte, bool)
 
 	mu    sync.Mutex
 	grpcs []*grpc.Server
