@@ -25,16 +25,17 @@ type Dormancy struct {
 	For time.Duration
 	// handles is the program's handler of the stop signals (pause's), nil for none (sleep).
 	handles func(sig syscall.Signal) (line string, ok bool)
-	args    []string
-	env     []string
+	// memory is what it holds (kernel.IdleMemory of its argv and environment), worked out once:
+	// a dormant process keeps this, not its argv and environment.
+	memory uint64
 }
 
 // Usage is what the process's Stats would report had it run since then until now: its memory
-// and its CPU time (kernel.IdleUsage), so a stats call need not start it. Its file system view is
+// and its CPU time (kernel.IdleMemory, IdleCPU), so a stats call need not start it. Its file system view is
 // not built, so the files a started one's view writes (/etc/hosts, hostname, resolv.conf: about
 // 1.3 KB) and its HOSTNAME variable are not counted: the started process reports that much more.
 func (d Dormancy) Usage(since, now time.Time) (memory uint64, cpu time.Duration) {
-	return kernel.IdleUsage(d.args, d.env, now.Sub(since))
+	return d.memory, kernel.IdleCPU(now.Sub(since))
 }
 
 // Signalled is what sig does to the dormant process, so a runtime may end it without starting
@@ -87,9 +88,9 @@ func Dormant(exe vfs.Executable, args, env []string, memoryLimit int64) (Dormanc
 		if !ok {
 			return Dormancy{}, false // its usage error, printed when it runs
 		}
-		return Dormancy{For: d, args: args, env: env}, true
+		return Dormancy{For: d, memory: kernel.IdleMemory(args, env)}, true
 	case "pause":
-		return Dormancy{For: Forever, handles: libbb.PauseHandles, args: args, env: env}, true
+		return Dormancy{For: Forever, handles: libbb.PauseHandles, memory: kernel.IdleMemory(args, env)}, true
 	}
 	return Dormancy{}, false
 }

@@ -861,13 +861,16 @@ func infos(tasks []*task) []ProcessInfo {
 	return out
 }
 
-// IdleUsage is what Stats reports for a container whose only process has run args with env for
-// elapsed, waiting all the while (a dormant sleep or pause a runtime does not simulate): the
-// program's resident size and its argv and environment (memory.go), and the 1 ms of CPU per
-// second of an idle process.
-func IdleUsage(args, env []string, elapsed time.Duration) (memory uint64, cpu time.Duration) {
-	return appletMemory(args) + uint64(argvCost(args, withDefaultEnv(env, "", Identity{}))), elapsed / 1000
+// IdleMemory and IdleCPU are what Stats reports for a container whose only process has run args
+// with env for elapsed, waiting all the while (a dormant sleep or pause a runtime does not
+// simulate): the program's resident size and its argv and environment (memory.go), and the 1 ms
+// of CPU per second of an idle process.
+func IdleMemory(args, env []string) uint64 {
+	return appletMemory(args) + uint64(argvCost(args, withDefaultEnv(env, "", Identity{})))
 }
+
+// IdleCPU: see IdleMemory.
+func IdleCPU(elapsed time.Duration) time.Duration { return elapsed / 1000 }
 
 // Stats returns simulated resource figures for the whole container (the same
 // for the main process and its execs). After the main process ended, memory
