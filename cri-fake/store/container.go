@@ -272,7 +272,8 @@ func (s *ContainerStore) Release(name string) { s.idx.release(name) }
 // value can have, so one index serves both lookups.
 func sandboxKey(id string) string { return "\x00sandbox/" + id }
 
-// Add inserts a container; its labels, annotations, image and user become the store's shared ones.
+// Add inserts a container; its labels, annotations, image, metadata and user become the store's
+// shared ones.
 func (s *ContainerStore) Add(c *Container) {
 	s.maps.share(c)
 	s.idx.add(c.ID, c.Config.GetLabels()[PodUIDLabel], c)

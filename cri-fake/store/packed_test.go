@@ -100,6 +100,23 @@ func TestStoreSharesEqualLabelMaps(t *testing.T) {
 	if a.Config.GetImage() != b.Config.GetImage() {
 		t.Fatal("equal image specs are not one message")
 	}
+	if a.Config.GetMetadata() == b.Config.GetMetadata() || a.Config.Unpack().GetMetadata().GetName() != "a1" {
+		t.Fatal("metadata of two names are one message")
+	}
+	// Replicas: the same name and attempt in two pods share one metadata message.
+	replica := func(id string) *Container {
+		cfg := fullConfig()
+		cfg.Metadata.Name = "a1"
+		c := NewContainer(ContainerSpec{ID: id, Name: id, SandboxID: "sb2", Config: Pack(cfg)})
+		s.Add(c)
+		return c
+	}
+	r1, r2 := replica("r1"), replica("r2")
+	if r1.Config.GetMetadata() != a.Config.GetMetadata() || r2.Config.GetMetadata() != a.Config.GetMetadata() || len(s.maps.metas) != 2 {
+		t.Fatalf("equal metadata are not one message (%d in the table, want 2)", len(s.maps.metas))
+	}
+	s.Delete(r1)
+	s.Delete(r2)
 	if n, m := len(s.maps.byHash), len(s.maps.images); n != 2 || m != 1 {
 		t.Fatalf("table holds %d maps and %d images, want 2 (labels, annotations) and 1", n, m)
 	}
@@ -109,8 +126,8 @@ func TestStoreSharesEqualLabelMaps(t *testing.T) {
 	}
 	s.Delete(b)
 	s.Delete(b)
-	if n, m := len(s.maps.byHash), len(s.maps.images); n != 0 || m != 0 {
-		t.Fatalf("after the last delete the table holds %d maps and %d images, want none", n, m)
+	if n, m, k := len(s.maps.byHash), len(s.maps.images), len(s.maps.metas); n != 0 || m != 0 || k != 0 {
+		t.Fatalf("after the last delete the table holds %d maps, %d images and %d metadata, want none", n, m, k)
 	}
 	// An image spec with annotations is kept as it is, not shared.
 	cfg := fullConfig()

@@ -19,6 +19,9 @@ import (
 // reference) is shared the same way among the containers of one image, when it has no
 // annotations or unknown fields.
 //
+// A container's metadata (its name and attempt: a message of 64 bytes and its name) is shared the
+// same way among the containers of one name and attempt, the replicas of a pod template.
+//
 // The user a container runs as (ContainerStatus.user: two messages and a slice, about 150 bytes)
 // is shared the same way among the containers that run as the same uid, gid and groups.
 //
@@ -30,6 +33,50 @@ type stringMaps struct {
 	byHash map[uint64][]*sharedMap
 	images map[imageKey]*sharedImage
 	users  map[userKey]*sharedUser
+	metas  map[metaKey]*sharedMeta
+}
+
+type metaKey struct {
+	name    string
+	attempt uint32
+}
+
+type sharedMeta struct {
+	meta *runtimeapi.ContainerMetadata
+	refs int
+}
+
+// metaKeyOf is the key a container's metadata is shared under; false when it is not shared.
+func metaKeyOf(m *runtimeapi.ContainerMetadata) (metaKey, bool) {
+	if m == nil || len(m.ProtoReflect().GetUnknown()) > 0 {
+		return metaKey{}, false
+	}
+	return metaKey{m.GetName(), m.GetAttempt()}, true
+}
+
+func (t *stringMaps) shareMetaLocked(m *runtimeapi.ContainerMetadata) *runtimeapi.ContainerMetadata {
+	k, ok := metaKeyOf(m)
+	if !ok {
+		return m
+	}
+	if s := t.metas[k]; s != nil {
+		s.refs++
+		return s.meta
+	}
+	t.metas[k] = &sharedMeta{meta: m, refs: 1}
+	return m
+}
+
+func (t *stringMaps) releaseMetaLocked(m *runtimeapi.ContainerMetadata) {
+	k, ok := metaKeyOf(m)
+	if !ok {
+		return
+	}
+	if s := t.metas[k]; s != nil {
+		if s.refs--; s.refs <= 0 {
+			delete(t.metas, k)
+		}
+	}
 }
 
 type userKey struct {
@@ -126,7 +173,7 @@ type sharedMap struct {
 }
 
 func newStringMaps() stringMaps {
-	return stringMaps{seed: maphash.MakeSeed(), byHash: map[uint64][]*sharedMap{}, images: map[imageKey]*sharedImage{}, users: map[userKey]*sharedUser{}}
+	return stringMaps{seed: maphash.MakeSeed(), byHash: map[uint64][]*sharedMap{}, images: map[imageKey]*sharedImage{}, users: map[userKey]*sharedUser{}, metas: map[metaKey]*sharedMeta{}}
 }
 
 // hash is the same for equal maps, whatever their iteration order: the sum of each entry's hash.
@@ -186,7 +233,7 @@ func (t *stringMaps) releaseLocked(m map[string]string) {
 	}
 }
 
-// share makes c's labels, annotations, image and user the shared ones (once: a second Add
+// share makes c's labels, annotations, image, metadata and user the shared ones (once: a second Add
 // changes nothing; nor does a container without a config).
 func (t *stringMaps) share(c *Container) {
 	p := c.Config
@@ -200,10 +247,11 @@ func (t *stringMaps) share(c *Container) {
 	}
 	p.labels, p.annotations, p.shared = t.shareLocked(p.labels), t.shareLocked(p.annotations), true
 	p.image = t.shareImageLocked(p.image)
+	p.metadata = t.shareMetaLocked(p.metadata)
 	c.User = t.shareUserLocked(c.User)
 }
 
-// release gives back c's holds on its shared maps, image and user.
+// release gives back c's holds on its shared maps, image, metadata and user.
 func (t *stringMaps) release(c *Container) {
 	p := c.Config
 	if p == nil {
@@ -217,6 +265,7 @@ func (t *stringMaps) release(c *Container) {
 	t.releaseLocked(p.labels)
 	t.releaseLocked(p.annotations)
 	t.releaseImageLocked(p.image)
+	t.releaseMetaLocked(p.metadata)
 	t.releaseUserLocked(c.User)
 	p.shared = false
 }
