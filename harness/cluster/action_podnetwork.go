@@ -51,10 +51,10 @@ func (podNetwork) Execute(c *actionContext) error {
 		var routes [][]string
 		for _, m := range nodes {
 			if m.Name != n.Name {
-				routes = append(routes, []string{"-n", n.Netns, "route", "add", m.PodCIDR, "via", m.IP})
+				routes = append(routes, []string{"route", "add", m.PodCIDR, "via", m.IP})
 			}
 		}
-		if err := ipCmds(routes); err != nil {
+		if err := ipBatch(n.Netns, routes); err != nil {
 			return err
 		}
 		c.step("%s %s podCIDR %s", n.Name, n.IP, n.PodCIDR)
@@ -65,9 +65,9 @@ func (podNetwork) Execute(c *actionContext) error {
 	// aggregated API servers reach pod IPs.
 	var routes [][]string
 	for _, n := range nodes {
-		routes = append(routes, []string{"-n", c.cpNS, "route", "add", n.PodCIDR, "via", n.IP})
+		routes = append(routes, []string{"route", "add", n.PodCIDR, "via", n.IP})
 	}
-	if err := ipCmds(routes); err != nil {
+	if err := ipBatch(c.cpNS, routes); err != nil {
 		return err
 	}
 	c.step("%s routes the pod CIDRs through their nodes", c.cpNS)

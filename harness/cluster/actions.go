@@ -332,6 +332,27 @@ func ipCmds(cmds [][]string) error {
 	return nil
 }
 
+// ipBatch runs the ip commands cmds (each without `ip` and without -n) in the network namespace netns
+// through one `ip -n NETNS -batch -`: a 160-node cluster's pod routes were 25,440 execs of ip, over
+// three minutes of `up`. ip stops at the first command that fails and names its line. The arguments
+// are our own names, CIDRs and addresses: none holds white space or a quote.
+func ipBatch(netns string, cmds [][]string) error {
+	if len(cmds) == 0 {
+		return nil
+	}
+	var in strings.Builder
+	for _, a := range cmds {
+		in.WriteString(strings.Join(a, " "))
+		in.WriteByte('\n')
+	}
+	cmd := exec.Command("ip", "-n", netns, "-batch", "-")
+	cmd.Stdin = strings.NewReader(in.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("ip -n %s -batch (%d commands, the first %q): %v: %s", netns, len(cmds), strings.Join(cmds[0], " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
 // writeAtomic writes through a temporary file and a rename (never through a symlink), so cri-fake's watch
 // never reads half a file. The temporary file is made beside the watched directory, not in it.
 func writeAtomic(path string, b []byte) error {

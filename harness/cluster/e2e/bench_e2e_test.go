@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -324,6 +325,11 @@ type pauseRun struct {
 	startup
 	cpu    float64 // CPU seconds the given processes spent from the apply to the last pod Ready
 	phases string
+	// cpCPU is the control plane's CPU seconds over the same time (controlPlanePIDs), and writes
+	// and events the API server's write requests and event creations (apiWrites): what each pod
+	// of the kind costs the shared control plane.
+	cpCPU          float64
+	writes, events float64
 }
 
 // runPause applies a Deployment of n pause replicas named name (on the nodes labelled
@@ -336,7 +342,8 @@ func (c *testCluster) runPause(tb testing.TB, name string, n int, kind string, p
 	if kind != "" {
 		selector = fmt.Sprintf("\n      nodeSelector: {%s: %s}", cluster.NodeKindLabel, kind)
 	}
-	cpu0 := cpuSeconds(pids)
+	cpu0, cp0 := cpuSeconds(pids), cpuSeconds(c.controlPlanePIDs())
+	writes0, events0 := c.apiWrites(tb)
 	applied := time.Now()
 	c.apply(fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
@@ -352,10 +359,73 @@ spec:
       - {name: pause, image: registry.k8s.io/pause:3.10}
 `, name, n, selector))
 	w.waitReady(tb, n, 20*time.Minute)
-	r := pauseRun{startup: w.startup(applied), cpu: cpuSeconds(pids) - cpu0}
+	r := pauseRun{startup: w.startup(applied), cpu: cpuSeconds(pids) - cpu0, cpCPU: cpuSeconds(c.controlPlanePIDs()) - cp0}
+	writes, events := c.apiWrites(tb)
+	r.writes, r.events = writes-writes0, events-events0
 	w.stop()
 	r.phases = c.phases(tb, "app="+name)
 	return r
+}
+
+// controlPlanePIDs are the pids of the processes that belong to no node: etcd, the API server, the
+// controllers, the scheduler, the CSI controller and its sidecars, the relay. KWOK's controller, which
+// plays its nodes, is not one of them.
+func (c *testCluster) controlPlanePIDs() []int {
+	var pids []int
+	st := c.state()
+	for _, p := range st.Procs {
+		if p.Name != "kwok" && !slices.ContainsFunc(st.Nodes, func(n cluster.Node) bool { return strings.HasPrefix(p.Name, n.Name+"-") }) {
+			pids = append(pids, p.PID)
+		}
+	}
+	return pids
+}
+
+// apiWrites is how many write requests (POST, PUT, PATCH, DELETE, APPLY) the API server has served,
+// and how many of them created events, from its apiserver_request_total counters.
+func (c *testCluster) apiWrites(tb testing.TB) (writes, events float64) {
+	tb.Helper()
+	out, err := c.kubectl("get", "--raw", "/metrics")
+	if err != nil {
+		tb.Fatalf("reading the API server's metrics: %v: %s", err, out)
+	}
+	for line := range strings.Lines(out) {
+		labels, value, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "apiserver_request_total")), "} ")
+		if !ok || !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		verb := labelValue(labels, "verb")
+		if !slices.Contains([]string{"POST", "PUT", "PATCH", "DELETE", "APPLY"}, verb) {
+			continue
+		}
+		writes += v
+		if verb == "POST" && labelValue(labels, "resource") == "events" {
+			events += v
+		}
+	}
+	return writes, events
+}
+
+// labelValue is the value of name in a Prometheus label set `{a="x",b="y"` (values here hold no
+// quotes).
+func labelValue(labels, name string) string {
+	rest := strings.TrimPrefix(labels, "{")
+	for rest != "" {
+		key, after, ok := strings.Cut(rest, `="`)
+		if !ok {
+			return ""
+		}
+		value, after, _ := strings.Cut(after, `"`)
+		if key == name {
+			return value
+		}
+		rest = strings.TrimPrefix(after, ",")
+	}
+	return ""
 }
 
 // deletePause deletes the Deployment name and waits until its pods are gone.
@@ -374,7 +444,9 @@ func (c *testCluster) deletePause(tb testing.TB, name string) {
 // the machine's load drifts over all of them): 90 replicas (30 a node: the pod start-up SLO's p99) and
 // 300 (the throughput). Per kind: pods/s from the apply to the last pod Ready, start-up latency
 // p50/p90/p99 (each pod from its creation to Ready as a watch sees it), memory per node with 30 pods
-// (RSS of what a node runs; KWOK: its controller's RSS over its nodes), and CPU seconds per pod started.
+// (RSS of what a node runs; KWOK: its controller's RSS over its nodes), CPU seconds per pod started,
+// and what each pod cost the shared control plane: its CPU seconds and the API server's write requests
+// (of them, events created) per pod.
 func BenchmarkClusterKinds(b *testing.B) {
 	const perKind = 3
 	type kind struct {
@@ -393,7 +465,7 @@ func BenchmarkClusterKinds(b *testing.B) {
 	kinds := []kind{
 		{"plugsim", "plugsim", "(does everything the table's columns need; probes, volumes, CNI, logs and exec are real)",
 			func(c *testCluster) []int { return c.nodePIDs() }},
-		{"kubemark", cluster.KindKubemark, "no probes (a fake prober), no volumes (a fake mounter), no CNI (no pod network), no logs or exec (the upstream fake runtime)",
+		{"kubemark", cluster.KindKubemark, "no probes (a fake prober), no volumes (a fake mounter), no CNI (no pod network), no logs or exec (the upstream fake runtime), no events from its kubelet (a fake recorder)",
 			func(c *testCluster) []int {
 				return procs(c, func(p cluster.Process) bool { return strings.HasPrefix(p.Name, "hollow-node") })
 			}},
@@ -425,7 +497,8 @@ func BenchmarkClusterKinds(b *testing.B) {
 				} else {
 					res[k.name].burst = r
 				}
-				b.Logf("%s, %d replicas on %d nodes: %v; %.3f CPU-s per pod; load %s\n  %s", k.name, n, perKind, r.startup, r.cpu/float64(n), loadAvg(), r.phases)
+				b.Logf("%s, %d replicas on %d nodes: %v; %.3f CPU-s per pod, the control plane's %.3f; %.1f API writes per pod, %.1f of them events; load %s\n  %s",
+					k.name, n, perKind, r.startup, r.cpu/float64(n), r.cpCPU/float64(n), r.writes/float64(n), r.events/float64(n), loadAvg(), r.phases)
 				c.deletePause(b, name)
 			}
 		}
@@ -434,11 +507,12 @@ func BenchmarkClusterKinds(b *testing.B) {
 		}
 		var t strings.Builder
 		fmt.Fprintf(&t, "side by side on one control plane, %d nodes of each kind, %s (load %s):\n", perKind, time.Now().UTC().Format("2006-01-02"), loadAvg())
-		fmt.Fprintf(&t, "| kind | pods/s, 300 pods | start-up p50 / p90 / p99 (s), 30 a node | the same, 100 a node | MiB a node, 30 pods: RSS / PSS / anonymous | CPU-s per pod | does not do |\n|---|---|---|---|---|---|---|\n")
+		fmt.Fprintf(&t, "| kind | pods/s, 300 pods | start-up p50 / p90 / p99 (s), 30 a node | the same, 100 a node | MiB a node, 30 pods: RSS / PSS / anonymous | CPU-s per pod | control plane's CPU-s per pod | API writes per pod (events) | does not do |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, k := range kinds {
 			r := res[k.name]
-			fmt.Fprintf(&t, "| %s | %.1f | %s | %s | %s | %.3f | %s |\n", k.name, r.burst.podsPerSecond(), q(r.slo), q(r.burst), r.mem,
-				(r.slo.cpu+r.burst.cpu)/float64(r.slo.pods+r.burst.pods), k.lacks)
+			pods := float64(r.slo.pods + r.burst.pods)
+			fmt.Fprintf(&t, "| %s | %.1f | %s | %s | %s | %.3f | %.3f | %.1f (%.1f) | %s |\n", k.name, r.burst.podsPerSecond(), q(r.slo), q(r.burst), r.mem,
+				(r.slo.cpu+r.burst.cpu)/pods, (r.slo.cpCPU+r.burst.cpCPU)/pods, (r.slo.writes+r.burst.writes)/pods, (r.slo.events+r.burst.events)/pods, k.lacks)
 			b.ReportMetric(r.burst.podsPerSecond(), k.name+"-pods/s")
 			b.ReportMetric(r.slo.quantile(0.99).Seconds(), k.name+"-s-p99-30/node")
 			b.ReportMetric(r.mem.RSS, k.name+"-MiB/node")
