@@ -78,7 +78,22 @@ func (e *StepError) Unwrap() error { return e.Err }
 // Error is one line: the step, the first line of why, and the logs. Detail has the rest.
 func (e *StepError) Error() string {
 	why, _, _ := strings.Cut(e.Err.Error(), "\n")
-	return fmt.Sprintf("%s failed: %s; read %s", e.Step, why, strings.Join(e.Logs, ", "))
+	return fmt.Sprintf("%s failed: %s; read %s", e.Step, why, shownLogs(e.Logs))
+}
+
+// logsShown bounds the logs an error's line names: a 200-node start's step starts 400 processes, and
+// a line naming every log buries its reason.
+const logsShown = 4
+
+// shownLogs names logs, or, past logsShown of them, the first (what wait puts first: a process that
+// exited) and the last ones (the processes started last, which a step that timed out waited for),
+// and how many more the directory holds.
+func shownLogs(logs []string) string {
+	if len(logs) <= logsShown {
+		return strings.Join(logs, ", ")
+	}
+	shown := append([]string{logs[0]}, logs[len(logs)-(logsShown-1):]...)
+	return fmt.Sprintf("%s and %d more in %s", strings.Join(shown, ", "), len(logs)-logsShown, filepath.Dir(logs[0]))
 }
 
 // Detail is what the error says past its first line (a log's last lines), or "".

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -70,6 +71,25 @@ func TestActionFailureWithoutProcess(t *testing.T) {
 	err := c.run([]action{plainFailure{}})
 	if want := "write the widget's file failed: disk full; read " + filepath.Join(dir, "logs"); err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
+	}
+}
+
+// A step that started hundreds of processes (a 200-node start) names the first log and the last ones,
+// and how many more there are, not every one of them.
+func TestActionFailureBoundsTheLogsNamed(t *testing.T) {
+	var logs []string
+	for i := 1; i <= 400; i++ {
+		logs = append(logs, fmt.Sprintf("/d/logs/node%d-cri-fake.log", i))
+	}
+	err := &StepError{Step: "start the nodes", Err: errors.New("timed out waiting for node400's cri-fake socket"), Logs: logs}
+	want := "start the nodes failed: timed out waiting for node400's cri-fake socket; read /d/logs/node1-cri-fake.log, " +
+		"/d/logs/node398-cri-fake.log, /d/logs/node399-cri-fake.log, /d/logs/node400-cri-fake.log and 396 more in /d/logs"
+	if err.Error() != want {
+		t.Errorf("error line\n got %q\nwant %q", err.Error(), want)
+	}
+	err.Logs = logs[:logsShown]
+	if got := err.Error(); strings.Count(got, ".log") != logsShown || strings.Contains(got, "more in") {
+		t.Errorf("%d logs: %q; want all of them named", logsShown, got)
 	}
 }
 
