@@ -112,12 +112,12 @@ func TestStoreSharesEqualLabelMaps(t *testing.T) {
 		return c
 	}
 	r1, r2 := replica("r1"), replica("r2")
-	if r1.Config.GetMetadata() != a.Config.GetMetadata() || r2.Config.GetMetadata() != a.Config.GetMetadata() || len(s.maps.metas) != 2 {
-		t.Fatalf("equal metadata are not one message (%d in the table, want 2)", len(s.maps.metas))
+	if r1.Config.GetMetadata() != a.Config.GetMetadata() || r2.Config.GetMetadata() != a.Config.GetMetadata() || len(s.maps.metas.byKey) != 2 {
+		t.Fatalf("equal metadata are not one message (%d in the table, want 2)", len(s.maps.metas.byKey))
 	}
 	s.Delete(r1)
 	s.Delete(r2)
-	if n, m := len(s.maps.byHash), len(s.maps.images); n != 2 || m != 1 {
+	if n, m := len(s.maps.byHash), len(s.maps.images.byKey); n != 2 || m != 1 {
 		t.Fatalf("table holds %d maps and %d images, want 2 (labels, annotations) and 1", n, m)
 	}
 	s.Delete(a)
@@ -126,14 +126,14 @@ func TestStoreSharesEqualLabelMaps(t *testing.T) {
 	}
 	s.Delete(b)
 	s.Delete(b)
-	if n, m, k := len(s.maps.byHash), len(s.maps.images), len(s.maps.metas); n != 0 || m != 0 || k != 0 {
+	if n, m, k := len(s.maps.byHash), len(s.maps.images.byKey), len(s.maps.metas.byKey); n != 0 || m != 0 || k != 0 {
 		t.Fatalf("after the last delete the table holds %d maps, %d images and %d metadata, want none", n, m, k)
 	}
 	// An image spec with annotations is kept as it is, not shared.
 	cfg := fullConfig()
 	cfg.Image.Annotations = map[string]string{"a": "b"}
 	s.Add(NewContainer(ContainerSpec{ID: "d4", Name: "d4", SandboxID: "sb", Config: Pack(cfg)}))
-	if m := len(s.maps.images); m != 0 {
+	if m := len(s.maps.images.byKey); m != 0 {
 		t.Fatalf("an image spec with annotations is shared (%d)", m)
 	}
 	c := mk("c3")
@@ -162,18 +162,18 @@ func TestStoreSharesEqualUsers(t *testing.T) {
 	if c.User == a.User || d.User == a.User || c.User.GetLinux().GetSupplementalGroups()[1] != 1 || d.User.GetLinux().GetUid() != 1000 {
 		t.Fatalf("users that differ are shared: %v %v %v", a.User, c.User, d.User)
 	}
-	if n := len(s.maps.users); n != 3 {
+	if n := len(s.maps.users.byKey); n != 3 {
 		t.Fatalf("table holds %d users, want 3", n)
 	}
 	for _, x := range []*Container{a, b, c, d} {
 		s.Delete(x)
 	}
-	if n := len(s.maps.users); n != 0 {
+	if n := len(s.maps.users.byKey); n != 0 {
 		t.Fatalf("after the last delete the table holds %d users, want none", n)
 	}
 	// A restored container has no user yet (the runtime works it out): nothing is shared.
 	mk("e5", nil)
-	if n := len(s.maps.users); n != 0 {
+	if n := len(s.maps.users.byKey); n != 0 {
 		t.Fatalf("a container without a user is in the table (%d)", n)
 	}
 }

@@ -31,19 +31,58 @@ type stringMaps struct {
 	mu     sync.Mutex
 	seed   maphash.Seed
 	byHash map[uint64][]*sharedMap
-	images map[imageKey]*sharedImage
-	users  map[userKey]*sharedUser
-	metas  map[metaKey]*sharedMeta
+	images counted[imageKey, *runtimeapi.ImageSpec]
+	users  counted[userKey, *runtimeapi.ContainerUser]
+	metas  counted[metaKey, *runtimeapi.ContainerMetadata]
+}
+
+// counted is a table of values shared among the store's containers, under the key keyOf gives
+// (false: a value not shared): each is kept while a container holds it and forgotten with the last.
+type counted[K comparable, V any] struct {
+	keyOf func(V) (K, bool)
+	byKey map[K]*countedValue[V]
+}
+
+type countedValue[V any] struct {
+	v    V
+	refs int
+}
+
+func newCounted[K comparable, V any](keyOf func(V) (K, bool)) counted[K, V] {
+	return counted[K, V]{keyOf: keyOf, byKey: map[K]*countedValue[V]{}}
+}
+
+// share returns the value equal to v that the table keeps, now held once more, or keeps v and
+// returns it; a value with no key is returned as it is.
+func (t counted[K, V]) share(v V) V {
+	k, ok := t.keyOf(v)
+	if !ok {
+		return v
+	}
+	if s := t.byKey[k]; s != nil {
+		s.refs++
+		return s.v
+	}
+	t.byKey[k] = &countedValue[V]{v: v, refs: 1}
+	return v
+}
+
+// release lets go of one hold of the value equal to v, forgetting it with the last.
+func (t counted[K, V]) release(v V) {
+	k, ok := t.keyOf(v)
+	if !ok {
+		return
+	}
+	if s := t.byKey[k]; s != nil {
+		if s.refs--; s.refs <= 0 {
+			delete(t.byKey, k)
+		}
+	}
 }
 
 type metaKey struct {
 	name    string
 	attempt uint32
-}
-
-type sharedMeta struct {
-	meta *runtimeapi.ContainerMetadata
-	refs int
 }
 
 // metaKeyOf is the key a container's metadata is shared under; false when it is not shared.
@@ -54,39 +93,9 @@ func metaKeyOf(m *runtimeapi.ContainerMetadata) (metaKey, bool) {
 	return metaKey{m.GetName(), m.GetAttempt()}, true
 }
 
-func (t *stringMaps) shareMetaLocked(m *runtimeapi.ContainerMetadata) *runtimeapi.ContainerMetadata {
-	k, ok := metaKeyOf(m)
-	if !ok {
-		return m
-	}
-	if s := t.metas[k]; s != nil {
-		s.refs++
-		return s.meta
-	}
-	t.metas[k] = &sharedMeta{meta: m, refs: 1}
-	return m
-}
-
-func (t *stringMaps) releaseMetaLocked(m *runtimeapi.ContainerMetadata) {
-	k, ok := metaKeyOf(m)
-	if !ok {
-		return
-	}
-	if s := t.metas[k]; s != nil {
-		if s.refs--; s.refs <= 0 {
-			delete(t.metas, k)
-		}
-	}
-}
-
 type userKey struct {
 	uid, gid int64
 	groups   string // the supplemental groups, each as 8 bytes
-}
-
-type sharedUser struct {
-	user *runtimeapi.ContainerUser
-	refs int
 }
 
 // userKeyOf is the key a user is shared under; false when it is not shared.
@@ -102,37 +111,7 @@ func userKeyOf(u *runtimeapi.ContainerUser) (userKey, bool) {
 	return userKey{l.GetUid(), l.GetGid(), string(groups)}, true
 }
 
-func (t *stringMaps) shareUserLocked(u *runtimeapi.ContainerUser) *runtimeapi.ContainerUser {
-	k, ok := userKeyOf(u)
-	if !ok {
-		return u
-	}
-	if s := t.users[k]; s != nil {
-		s.refs++
-		return s.user
-	}
-	t.users[k] = &sharedUser{user: u, refs: 1}
-	return u
-}
-
-func (t *stringMaps) releaseUserLocked(u *runtimeapi.ContainerUser) {
-	k, ok := userKeyOf(u)
-	if !ok {
-		return
-	}
-	if s := t.users[k]; s != nil {
-		if s.refs--; s.refs <= 0 {
-			delete(t.users, k)
-		}
-	}
-}
-
 type imageKey struct{ image, userSpecified, runtimeHandler string }
-
-type sharedImage struct {
-	spec *runtimeapi.ImageSpec
-	refs int
-}
 
 // imageKeyOf is the key an image spec is shared under; false when it is not shared.
 func imageKeyOf(spec *runtimeapi.ImageSpec) (imageKey, bool) {
@@ -142,38 +121,13 @@ func imageKeyOf(spec *runtimeapi.ImageSpec) (imageKey, bool) {
 	return imageKey{spec.GetImage(), spec.GetUserSpecifiedImage(), spec.GetRuntimeHandler()}, true
 }
 
-func (t *stringMaps) shareImageLocked(spec *runtimeapi.ImageSpec) *runtimeapi.ImageSpec {
-	k, ok := imageKeyOf(spec)
-	if !ok {
-		return spec
-	}
-	if s := t.images[k]; s != nil {
-		s.refs++
-		return s.spec
-	}
-	t.images[k] = &sharedImage{spec: spec, refs: 1}
-	return spec
-}
-
-func (t *stringMaps) releaseImageLocked(spec *runtimeapi.ImageSpec) {
-	k, ok := imageKeyOf(spec)
-	if !ok {
-		return
-	}
-	if s := t.images[k]; s != nil {
-		if s.refs--; s.refs <= 0 {
-			delete(t.images, k)
-		}
-	}
-}
-
 type sharedMap struct {
 	m    map[string]string
 	refs int
 }
 
 func newStringMaps() stringMaps {
-	return stringMaps{seed: maphash.MakeSeed(), byHash: map[uint64][]*sharedMap{}, images: map[imageKey]*sharedImage{}, users: map[userKey]*sharedUser{}, metas: map[metaKey]*sharedMeta{}}
+	return stringMaps{seed: maphash.MakeSeed(), byHash: map[uint64][]*sharedMap{}, images: newCounted(imageKeyOf), users: newCounted(userKeyOf), metas: newCounted(metaKeyOf)}
 }
 
 // hash is the same for equal maps, whatever their iteration order: the sum of each entry's hash.
@@ -246,9 +200,9 @@ func (t *stringMaps) share(c *Container) {
 		return
 	}
 	p.labels, p.annotations, p.shared = t.shareLocked(p.labels), t.shareLocked(p.annotations), true
-	p.image = t.shareImageLocked(p.image)
-	p.metadata = t.shareMetaLocked(p.metadata)
-	c.User = t.shareUserLocked(c.User)
+	p.image = t.images.share(p.image)
+	p.metadata = t.metas.share(p.metadata)
+	c.User = t.users.share(c.User)
 }
 
 // release gives back c's holds on its shared maps, image, metadata and user.
@@ -264,8 +218,8 @@ func (t *stringMaps) release(c *Container) {
 	}
 	t.releaseLocked(p.labels)
 	t.releaseLocked(p.annotations)
-	t.releaseImageLocked(p.image)
-	t.releaseMetaLocked(p.metadata)
-	t.releaseUserLocked(c.User)
+	t.images.release(p.image)
+	t.metas.release(p.metadata)
+	t.users.release(c.User)
 	p.shared = false
 }
