@@ -118,7 +118,7 @@ func (s *Service) validateTask(sb *store.Sandbox, spec store.ContainerSpec, img 
 func (s *Service) taskSpec(sb *store.Sandbox, spec store.ContainerSpec, img images.Image) task.Spec {
 	cfg := spec.Config.Unpack()
 	return task.Spec{ContainerID: spec.ID, SandboxID: sb.ID, RuntimeHandler: sb.RuntimeHandler, Config: cfg, Packed: spec.Config,
-		SandboxConfig: sb.Config, Image: img, LogPath: spec.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs,
+		SandboxConfig: sb.Config.Unpack(), SandboxPacked: sb.Config, Image: img, LogPath: spec.LogPath, NetNS: sb.NetNS, RealNetNS: s.realNetNS(), PodIPs: sb.IPs,
 		ImageVolumes: s.imageVolumes(cfg)}
 }
 

@@ -177,7 +177,7 @@ func (s *Service) planPods(f *fixtures.CRI, now time.Time) ([]*plannedPod, error
 				}
 			}
 		}
-		sb := &store.Sandbox{ID: id, Name: name, Config: cfg, RuntimeHandler: fx.RuntimeHandler, LogDirectory: fx.LogDirectory}
+		sb := &store.Sandbox{ID: id, Name: name, Config: store.PackSandbox(cfg), RuntimeHandler: fx.RuntimeHandler, LogDirectory: fx.LogDirectory}
 		if !fx.CreatedAt.IsZero() {
 			sb.CreatedAt = fx.CreatedAt.UnixNano() // else podTimes gives it one
 		}
@@ -459,7 +459,7 @@ func (s *Service) applyPlan(ctx context.Context, f *fixtures.CRI, pods []*planne
 			sb.IPs = p.fx.IPs
 			sb.RestoreStatus(store.SandboxStatus{State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY, NetworkDown: true})
 		case !sb.IsHostNetwork():
-			if err := s.setupNetwork(ctx, sb); err != nil {
+			if err := s.setupNetwork(ctx, sb, sb.Config.Unpack()); err != nil {
 				s.sandboxes.Release(sb.Name)
 				return f.Errorf("pods", p.i, p.fx.Name, "%s", rpcMessage(err))
 			}

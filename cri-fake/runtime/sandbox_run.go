@@ -39,7 +39,7 @@ func (s *Service) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	sb := &store.Sandbox{
 		ID:             id,
 		Name:           name,
-		Config:         cfg,
+		Config:         store.PackSandbox(cfg),
 		RuntimeHandler: req.GetRuntimeHandler(),
 		CreatedAt:      s.now().UnixNano(),
 		LogDirectory:   cfg.GetLogDirectory(),
@@ -48,7 +48,7 @@ func (s *Service) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		sb.LogDirectory = filepath.Join(s.opts.RootDir, "pods", id, "logs")
 	}
 	if !sb.IsHostNetwork() {
-		if err := s.setupNetwork(ctx, sb); err != nil {
+		if err := s.setupNetwork(ctx, sb, cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -60,10 +60,10 @@ func (s *Service) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: id}, nil
 }
 
-// setupNetwork gives a sandbox its network namespace and runs the CNI ADD chain; the result's
-// addresses become the pod IPs. When the ADD fails, the network is torn down and the namespace
+// setupNetwork gives a sandbox, whose config is cfg, its network namespace and runs the CNI ADD
+// chain; the result's addresses become the pod IPs. When the ADD fails, the network is torn down and the namespace
 // removed, as containerd does on a failed RunPodSandbox so IPAM leases are not leaked.
-func (s *Service) setupNetwork(ctx context.Context, sb *store.Sandbox) error {
+func (s *Service) setupNetwork(ctx context.Context, sb *store.Sandbox, cfg *runtimeapi.PodSandboxConfig) error {
 	if err := s.network.Ready(); err != nil {
 		return status.Errorf(codes.FailedPrecondition, "failed to setup network for sandbox %q: %v", sb.ID, err)
 	}
@@ -76,7 +76,7 @@ func (s *Service) setupNetwork(ctx context.Context, sb *store.Sandbox) error {
 			return status.Errorf(codes.Internal, "failed to create network namespace for sandbox %q: %v", sb.ID, err)
 		}
 	}
-	pod := network.Pod{ID: sb.ID, NetNS: ns, Config: sb.Config}
+	pod := network.Pod{ID: sb.ID, NetNS: ns, Config: cfg}
 	res, err := s.network.Setup(ctx, pod)
 	if err != nil {
 		if err := s.network.Teardown(context.WithoutCancel(ctx), pod); err != nil {

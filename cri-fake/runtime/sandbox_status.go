@@ -27,7 +27,7 @@ func (s *Service) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandb
 			"runtimeHandler": sb.RuntimeHandler,
 			"netNamespace":   sb.NetNS,
 			"logDirectory":   sb.LogDirectory,
-			"config":         sb.Config,
+			"config":         sb.Config.Unpack(),
 			"pid":            0,
 		}
 		if len(sb.CNIResult) > 0 {
@@ -67,8 +67,8 @@ func (s *Service) sandboxStatus(sb *store.Sandbox) *runtimeapi.PodSandboxStatus 
 	return out
 }
 
-func namespaceOptions(cfg *runtimeapi.PodSandboxConfig) *runtimeapi.NamespaceOption {
-	if o := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions(); o != nil {
+func namespaceOptions(cfg *store.PackedSandboxConfig) *runtimeapi.NamespaceOption {
+	if o := cfg.NamespaceOptions(); o != nil {
 		return o
 	}
 	return &runtimeapi.NamespaceOption{}

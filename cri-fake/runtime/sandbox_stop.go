@@ -44,7 +44,7 @@ func (s *Service) stopPodSandbox(ctx context.Context, sb *store.Sandbox) error {
 		s.emit(runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, sb, nil)
 	}
 	if !sb.IsHostNetwork() && !sb.Status().NetworkDown {
-		pod := network.Pod{ID: sb.ID, NetNS: sb.NetNS, Config: sb.Config}
+		pod := network.Pod{ID: sb.ID, NetNS: sb.NetNS, Config: sb.Config.Unpack()}
 		if err := s.network.Teardown(ctx, pod); err != nil {
 			s.persistSandbox(sb)
 			return status.Errorf(codes.Unknown, "failed to destroy network for sandbox %q: %v", sb.ID, err)

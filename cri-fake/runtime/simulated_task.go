@@ -57,13 +57,13 @@ type simLive struct {
 }
 
 // keptSpec is what a task keeps of its task.Spec until its process starts (begin gives it back
-// as one): the config packed, not the image's tags, the log path (logs has it) or the resources
-// (res).
+// as one): the container's and the sandbox's configs packed, not the image's tags, the log path
+// (logs has it) or the resources (res).
 type keptSpec struct {
 	containerID, sandboxID string
 	config                 *runtimeapi.ContainerConfig // only when the spec came without Packed
 	packed                 task.PackedConfig
-	sandboxConfig          *runtimeapi.PodSandboxConfig
+	sandbox                task.PackedSandboxConfig // SandboxPacked, or SandboxConfig as it came
 	imageID                string
 	image                  *images.CatalogImage
 	netNS                  string
@@ -73,21 +73,34 @@ type keptSpec struct {
 }
 
 func keep(ts task.Spec) keptSpec {
-	k := keptSpec{containerID: ts.ContainerID, sandboxID: ts.SandboxID, packed: ts.Packed, sandboxConfig: ts.SandboxConfig,
+	k := keptSpec{containerID: ts.ContainerID, sandboxID: ts.SandboxID, packed: ts.Packed, sandbox: ts.SandboxPacked,
 		imageID: ts.Image.ID, image: ts.Image.Config, netNS: ts.NetNS, podIPs: ts.PodIPs, imageVolumes: ts.ImageVolumes, realNetNS: ts.RealNetNS}
 	if ts.Packed == nil {
 		k.config = ts.Config
 	}
+	if ts.SandboxPacked == nil {
+		k.sandbox = unpackedSandbox{ts.SandboxConfig}
+	}
 	return k
 }
 
-// taskSpec is the spec again, its config unpacked.
+// unpackedSandbox is a sandbox config that came unpacked, kept as it is.
+type unpackedSandbox struct{ cfg *runtimeapi.PodSandboxConfig }
+
+func (u unpackedSandbox) Unpack() *runtimeapi.PodSandboxConfig { return u.cfg }
+
+// taskSpec is the spec again, its configs unpacked.
 func (k *keptSpec) taskSpec(res *runtimeapi.LinuxContainerResources) task.Spec {
 	cfg := k.config
 	if cfg == nil {
 		cfg = k.packed.Unpack()
 	}
-	return task.Spec{ContainerID: k.containerID, SandboxID: k.sandboxID, Config: cfg, Packed: k.packed, SandboxConfig: k.sandboxConfig,
+	var sbPacked task.PackedSandboxConfig
+	if _, unpacked := k.sandbox.(unpackedSandbox); !unpacked {
+		sbPacked = k.sandbox
+	}
+	return task.Spec{ContainerID: k.containerID, SandboxID: k.sandboxID, Config: cfg, Packed: k.packed,
+		SandboxConfig: k.sandbox.Unpack(), SandboxPacked: sbPacked,
 		Image: images.Image{ID: k.imageID, Config: k.image}, NetNS: k.netNS, RealNetNS: k.realNetNS, PodIPs: k.podIPs,
 		Resources: res, ImageVolumes: k.imageVolumes}
 }

@@ -131,7 +131,7 @@ func TestSandboxStore(t *testing.T) {
 	if got := ContainerName(&runtimeapi.ContainerMetadata{Name: "c", Attempt: 1}, md); got != "c_p_ns_u_1" {
 		t.Fatalf("ContainerName = %q", got)
 	}
-	sb := &Sandbox{ID: "s1", Name: "p_ns_u_2", Config: &runtimeapi.PodSandboxConfig{Metadata: md}}
+	sb := &Sandbox{ID: "s1", Name: "p_ns_u_2", Config: PackSandbox(&runtimeapi.PodSandboxConfig{Metadata: md})}
 	s.Reserve(sb.Name, sb.ID)
 	s.Add(sb)
 	if sb.Status().State != runtimeapi.PodSandboxState_SANDBOX_READY {

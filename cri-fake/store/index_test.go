@@ -33,7 +33,7 @@ func TestPodUIDIndex(t *testing.T) {
 		t.Fatalf("index not emptied: %v", cs.idx.byPod)
 	}
 	ss := NewSandboxStore()
-	sb := &Sandbox{ID: "s", Config: &runtimeapi.PodSandboxConfig{Labels: map[string]string{PodUIDLabel: "u9"}}}
+	sb := &Sandbox{ID: "s", Config: PackSandbox(&runtimeapi.PodSandboxConfig{Labels: map[string]string{PodUIDLabel: "u9"}})}
 	ss.Add(sb)
 	if got := ss.InPod("u9"); len(got) != 1 || got[0] != sb {
 		t.Fatalf("sandbox InPod: %v", got)

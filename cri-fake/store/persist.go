@@ -129,7 +129,7 @@ func pj(m proto.Message) (json.RawMessage, error) {
 // SaveSandbox writes a sandbox's record.
 func (f FileState) SaveSandbox(sb *Sandbox) error {
 	st := sb.Status()
-	cfg, err := pj(sb.Config)
+	cfg, err := pj(sb.Config.Unpack())
 	if err != nil {
 		return err
 	}
@@ -254,7 +254,7 @@ func (f FileState) Load() (Loaded, error) {
 		if err := protojson.Unmarshal(r.Config, cfg); err != nil {
 			return err
 		}
-		sb := &Sandbox{ID: r.ID, Name: r.Name, Config: cfg, RuntimeHandler: r.RuntimeHandler, CreatedAt: r.CreatedAt,
+		sb := &Sandbox{ID: r.ID, Name: r.Name, Config: PackSandbox(cfg), RuntimeHandler: r.RuntimeHandler, CreatedAt: r.CreatedAt,
 			NetNS: r.NetNS, IPs: r.IPs, CNIResult: r.CNIResult, LogDirectory: r.LogDirectory}
 		st := SandboxStatus{State: runtimeapi.PodSandboxState(runtimeapi.PodSandboxState_value[r.State]), NetworkDown: r.NetworkDown}
 		if len(r.Resources) > 0 {

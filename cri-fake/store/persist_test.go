@@ -14,7 +14,7 @@ func TestFileStateRoundTrip(t *testing.T) {
 	f := FileState{Dir: t.TempDir()}
 	sb := &Sandbox{ID: "s1", Name: "p_ns_u_0", RuntimeHandler: "runc", CreatedAt: 7, NetNS: "/x", IPs: []string{"10.0.0.2"},
 		LogDirectory: "/logs", CNIResult: []byte(`{"cniVersion":"1.0.0"}`),
-		Config: &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "ns", Uid: "u"}, Labels: map[string]string{"a": "b"}}}
+		Config: PackSandbox(&runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "ns", Uid: "u"}, Labels: map[string]string{"a": "b"}})}
 	sb.SetNotReady()
 	c := NewContainer(ContainerSpec{ID: "c1", Name: "c_p_ns_u_0", SandboxID: "s1", ImageID: "sha256:1", ImageRef: "r@sha256:2",
 		ImageName: "r:1", LogPath: "/logs/c.log", CreatedAt: 8, StopSignal: runtimeapi.Signal_SIGNAL_SIGQUIT,
@@ -39,7 +39,7 @@ func TestFileStateRoundTrip(t *testing.T) {
 		t.Fatalf("loaded %d/%d/%d", len(l.Sandboxes), len(l.Containers), len(l.Images))
 	}
 	gs, gc := l.Sandboxes[0], l.Containers[0]
-	if gs.ID != sb.ID || gs.Name != sb.Name || !proto.Equal(gs.Config, sb.Config) || gs.Status().State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY ||
+	if gs.ID != sb.ID || gs.Name != sb.Name || !proto.Equal(gs.Config.Unpack(), sb.Config.Unpack()) || gs.Status().State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY ||
 		gs.IPs[0] != "10.0.0.2" || gs.NetNS != "/x" || gs.LogDirectory != "/logs" || string(gs.CNIResult) != string(sb.CNIResult) {
 		t.Fatalf("sandbox round trip: %+v", gs)
 	}

@@ -58,7 +58,7 @@ func TestPlantedSymlinksInStateDir(t *testing.T) {
 			tc.plant(state, victim)
 			before := victimtest.Tree(t, victim)
 			fs := FileState{Dir: state}
-			sb := &Sandbox{ID: "s1", Name: "p_ns_u_0", Config: cfg}
+			sb := &Sandbox{ID: "s1", Name: "p_ns_u_0", Config: PackSandbox(cfg)}
 			c := NewContainer(ContainerSpec{ID: "s0", Name: "c_p_ns_u_0", SandboxID: "s1", Config: Pack(&runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "c"}})})
 			errs := map[string]error{
 				"SaveSandbox":   fs.SaveSandbox(sb),

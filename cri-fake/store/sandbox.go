@@ -10,9 +10,10 @@ import (
 // Sandbox is a pod sandbox. The fields outside the status are fixed once the sandbox is in the
 // store; the status changes only through the guarded methods.
 type Sandbox struct {
-	ID             string
-	Name           string // the reserved name: <name>_<namespace>_<uid>_<attempt>
-	Config         *runtimeapi.PodSandboxConfig
+	ID   string
+	Name string // the reserved name: <name>_<namespace>_<uid>_<attempt>
+	// Config is the sandbox's config, packed: it is kept for the sandbox's life.
+	Config         *PackedSandboxConfig
 	RuntimeHandler string
 	CreatedAt      int64 // unix nanoseconds
 	// NetNS is the network namespace path ("" for host-network sandboxes).
@@ -39,7 +40,7 @@ type SandboxStatus struct {
 
 // IsHostNetwork reports whether the sandbox uses the node's network namespace.
 func (s *Sandbox) IsHostNetwork() bool {
-	return s.Config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
+	return s.Config.NamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
 }
 
 // Status returns a copy of the mutable state.
@@ -84,10 +85,15 @@ func SandboxName(m *runtimeapi.PodSandboxMetadata) string {
 }
 
 // SandboxStore holds the sandboxes.
-type SandboxStore struct{ idx index[*Sandbox] }
+type SandboxStore struct {
+	idx  index[*Sandbox]
+	maps stringMaps // the sandboxes' labels, annotations and namespace options, equal ones shared
+}
 
 // NewSandboxStore returns an empty store.
-func NewSandboxStore() *SandboxStore { return &SandboxStore{idx: newIndex[*Sandbox]()} }
+func NewSandboxStore() *SandboxStore {
+	return &SandboxStore{idx: newIndex[*Sandbox](), maps: newStringMaps()}
+}
 
 // Reserve claims the sandbox name for id before the (slow) network setup, so a concurrent
 // duplicate RunPodSandbox fails fast instead of creating a second sandbox.
@@ -96,8 +102,10 @@ func (s *SandboxStore) Reserve(name, id string) error { return s.idx.reserve(nam
 // Release frees a name (after a failed RunPodSandbox or RemovePodSandbox).
 func (s *SandboxStore) Release(name string) { s.idx.release(name) }
 
-// Add inserts a sandbox; a new Sandbox is READY (the zero PodSandboxState).
+// Add inserts a sandbox; a new Sandbox is READY (the zero PodSandboxState). Its labels,
+// annotations and namespace options become the store's shared ones.
 func (s *SandboxStore) Add(sb *Sandbox) {
+	s.maps.shareSandbox(sb)
 	s.idx.add(sb.ID, sb.Config.GetLabels()[PodUIDLabel], sb)
 }
 
@@ -108,6 +116,7 @@ func (s *SandboxStore) Get(idOrPrefix string) (*Sandbox, error) { return s.idx.g
 func (s *SandboxStore) Delete(sb *Sandbox) {
 	s.idx.remove(sb.ID, sb.Config.GetLabels()[PodUIDLabel])
 	s.idx.release(sb.Name)
+	s.maps.releaseSandbox(sb)
 }
 
 // List returns every sandbox in creation order.

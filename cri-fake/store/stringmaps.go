@@ -25,6 +25,9 @@ import (
 // The user a container runs as (ContainerStatus.user: two messages and a slice, about 150 bytes)
 // is shared the same way among the containers that run as the same uid, gid and groups.
 //
+// A sandbox store has a table of its own, for its sandboxes' labels, annotations and namespace
+// options (PackedSandboxConfig).
+//
 // A shared map, image or user is counted: it is kept while a container of the store holds it and
 // forgotten with the last, so the table never holds more of them than the store holds containers.
 type stringMaps struct {
@@ -34,6 +37,9 @@ type stringMaps struct {
 	images counted[imageKey, *runtimeapi.ImageSpec]
 	users  counted[userKey, *runtimeapi.ContainerUser]
 	metas  counted[metaKey, *runtimeapi.ContainerMetadata]
+	// namespaces are sandboxes' namespace options (PackedSandboxConfig): the kubelet sends the
+	// same few to every pod.
+	namespaces counted[namespacesKey, *runtimeapi.NamespaceOption]
 }
 
 // counted is a table of values shared among the store's containers, under the key keyOf gives
@@ -93,6 +99,20 @@ func metaKeyOf(m *runtimeapi.ContainerMetadata) (metaKey, bool) {
 	return metaKey{m.GetName(), m.GetAttempt()}, true
 }
 
+type namespacesKey struct {
+	network, pid, ipc runtimeapi.NamespaceMode
+	target            string
+}
+
+// namespacesKeyOf is the key a sandbox's namespace options are shared under; false when they
+// are not shared (none, a user namespace, unknown fields).
+func namespacesKeyOf(o *runtimeapi.NamespaceOption) (namespacesKey, bool) {
+	if o == nil || o.GetUsernsOptions() != nil || len(o.ProtoReflect().GetUnknown()) > 0 {
+		return namespacesKey{}, false
+	}
+	return namespacesKey{o.GetNetwork(), o.GetPid(), o.GetIpc(), o.GetTargetId()}, true
+}
+
 type userKey struct {
 	uid, gid int64
 	groups   string // the supplemental groups, each as 8 bytes
@@ -127,7 +147,7 @@ type sharedMap struct {
 }
 
 func newStringMaps() stringMaps {
-	return stringMaps{seed: maphash.MakeSeed(), byHash: map[uint64][]*sharedMap{}, images: newCounted(imageKeyOf), users: newCounted(userKeyOf), metas: newCounted(metaKeyOf)}
+	return stringMaps{seed: maphash.MakeSeed(), byHash: map[uint64][]*sharedMap{}, images: newCounted(imageKeyOf), users: newCounted(userKeyOf), metas: newCounted(metaKeyOf), namespaces: newCounted(namespacesKeyOf)}
 }
 
 // hash is the same for equal maps, whatever their iteration order: the sum of each entry's hash.
@@ -221,5 +241,38 @@ func (t *stringMaps) release(c *Container) {
 	t.images.release(p.image)
 	t.metas.release(p.metadata)
 	t.users.release(c.User)
+	p.shared = false
+}
+
+// shareSandbox makes sb's labels, annotations and namespace options the shared ones (once, as
+// share).
+func (t *stringMaps) shareSandbox(sb *Sandbox) {
+	p := sb.Config
+	if p == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p.shared {
+		return
+	}
+	p.labels, p.annotations, p.shared = t.shareLocked(p.labels), t.shareLocked(p.annotations), true
+	p.namespaces = t.namespaces.share(p.namespaces)
+}
+
+// releaseSandbox gives back sb's holds on its shared maps and namespace options.
+func (t *stringMaps) releaseSandbox(sb *Sandbox) {
+	p := sb.Config
+	if p == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !p.shared {
+		return
+	}
+	t.releaseLocked(p.labels)
+	t.releaseLocked(p.annotations)
+	t.namespaces.release(p.namespaces)
 	p.shared = false
 }

@@ -140,6 +140,10 @@ type Spec struct {
 	// when it needs it, instead of holding the whole tree meanwhile.
 	Packed        PackedConfig
 	SandboxConfig *runtimeapi.PodSandboxConfig
+	// SandboxPacked is SandboxConfig as the runtime keeps it (nil when the spec was not made by
+	// the runtime): a launcher that keeps the spec for the task's life may drop SandboxConfig and
+	// Unpack this again when it needs it, as with Packed.
+	SandboxPacked PackedSandboxConfig
 	// Image is the resolved image, with its catalog entry (entrypoint, cmd, env, user, behavior).
 	Image images.Image
 	// LogPath is the absolute CRI log file path ("" when the kubelet gave none). The task
@@ -164,6 +168,13 @@ type Spec struct {
 type PackedConfig interface {
 	// Unpack returns the whole config; its maps and messages may be shared: never change them.
 	Unpack() *runtimeapi.ContainerConfig
+}
+
+// PackedSandboxConfig is a sandbox config kept packed (store.PackedSandboxConfig), unpacked on
+// demand.
+type PackedSandboxConfig interface {
+	// Unpack returns the whole config; its maps and messages may be shared: never change them.
+	Unpack() *runtimeapi.PodSandboxConfig
 }
 
 // ExitNotice is a task's Done and NotifyExit for a task that knows when it ends: embed it, and
