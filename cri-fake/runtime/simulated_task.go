@@ -85,17 +85,15 @@ func keep(ts task.Spec) keptSpec {
 
 // unpackedConfig and unpackedSandbox are configs that came unpacked, kept as they are (in the
 // interface a packed one takes, which saves a field: 30,000 simTasks fit in a smaller size class).
-type (
-	unpackedConfig  struct{ cfg *runtimeapi.ContainerConfig }
-	unpackedSandbox struct{ cfg *runtimeapi.PodSandboxConfig }
-)
+type unpackedConfig struct{ cfg *runtimeapi.ContainerConfig }
+type unpackedSandbox struct{ cfg *runtimeapi.PodSandboxConfig }
 
 func (u unpackedConfig) Unpack() *runtimeapi.ContainerConfig   { return u.cfg }
 func (u unpackedSandbox) Unpack() *runtimeapi.PodSandboxConfig { return u.cfg }
 
 // taskSpec is the spec again, its configs unpacked.
 func (k *keptSpec) taskSpec(res *runtimeapi.LinuxContainerResources) task.Spec {
-	packed, sbPacked := k.packed, k.sandbox
+	packed, sbPacked := k.packed, k.sandbox // nil again when they came unpacked
 	if _, unpacked := packed.(unpackedConfig); unpacked {
 		packed = nil
 	}
