@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"github.com/plugsim/plugsim/harness/cluster/nodens"
 	"github.com/plugsim/plugsim/internal/atomicfile"
@@ -133,6 +134,13 @@ func nodeDir(c *actionContext, name string) (string, error) {
 	return nd, nil
 }
 
+// nodeTraceCapacity is how many recent calls a node's cri-fake keeps in memory for its admin socket's
+// GET /trace: a node's trace file (cri.jsonl, which the live view follows) has every call, so the ring
+// is only the admin socket's short look back. At cri-fake's default 4096, an idle node's ring held
+// 5.1 of its 8.0 MiB of live heap (the kubelet's relist answers rendered as JSON, about 1.25 KiB a
+// call); --extra-args cri-fake=--trace-capacity=N overrides it.
+const nodeTraceCapacity = 256
+
 // startCRIFake starts a node's cri-fake and waits for its socket.
 func startCRIFake(c *actionContext, name, nd, netns string) error {
 	// Program images (cri-fake/oci) run under the real runc when it is built: their cgroups in one
@@ -157,6 +165,7 @@ func startCRIFake(c *actionContext, name, nd, netns string) error {
 		"--runtime-handlers", "runc," + extraRuntimeHandler,
 		"--image-catalog", c.path(imageCatalogFile),
 		"--trace", filepath.Join(nd, "cri.jsonl"), "--admin-socket", "unix://" + nodeCRIAdmin(nd),
+		"--trace-capacity", strconv.Itoa(nodeTraceCapacity),
 	})); err != nil {
 		return err
 	}
