@@ -1,6 +1,8 @@
 package store
 
 import (
+	"slices"
+
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -49,27 +51,38 @@ func Pack(cfg *runtimeapi.ContainerConfig) *PackedConfig {
 	if cfg == nil {
 		return p
 	}
-	wire, err := proto.Marshal(cfg)
-	if err != nil {
+	rest, ok := packWithout(cfg, configMetadata, configImage, configLabels, configAnnotations)
+	if !ok {
 		p.tree = cfg
 		return p
+	}
+	p.rest = rest
+	return p
+}
+
+// packWithout is m's wire form without the top-level fields kept apart, in a slice of its own
+// (nil when nothing is left); false when protobuf-go cannot encode m (a string that is not UTF-8)
+// or, which its own output never does, the wire form does not parse.
+func packWithout(m proto.Message, apart ...protowire.Number) ([]byte, bool) {
+	wire, err := proto.Marshal(m)
+	if err != nil {
+		return nil, false
 	}
 	rest := wire[:0]
 	for b := wire; len(b) > 0; {
 		num, _, n := protowire.ConsumeField(b)
 		if n < 0 {
-			p.tree = cfg // cannot happen with protobuf-go's own output
-			return p
+			return nil, false
 		}
-		switch num {
-		case configMetadata, configImage, configLabels, configAnnotations:
-		default:
+		if !slices.Contains(apart, num) {
 			rest = append(rest, b[:n]...) // never ahead of b: it writes over what was read
 		}
 		b = b[n:]
 	}
-	p.rest = append([]byte(nil), rest...)
-	return p
+	if len(rest) == 0 {
+		return nil, true
+	}
+	return append([]byte(nil), rest...), true
 }
 
 // Unpack returns the whole config, a new tree each time (but the shared parts: see PackedConfig).

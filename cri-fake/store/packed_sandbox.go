@@ -50,28 +50,12 @@ func PackSandbox(cfg *runtimeapi.PodSandboxConfig) *PackedSandboxConfig {
 	if cfg == nil {
 		return p
 	}
-	wire, err := proto.Marshal(cfg)
-	if err != nil {
+	rest, ok := packWithout(cfg, sandboxMetadata, sandboxLogDirectory, sandboxLabels, sandboxAnnotations)
+	if !ok {
 		p.tree = cfg
 		return p
 	}
-	rest := wire[:0]
-	for b := wire; len(b) > 0; {
-		num, _, n := protowire.ConsumeField(b)
-		if n < 0 {
-			p.tree = cfg // cannot happen with protobuf-go's own output
-			return p
-		}
-		switch num {
-		case sandboxMetadata, sandboxLogDirectory, sandboxLabels, sandboxAnnotations:
-		default:
-			rest = append(rest, b[:n]...) // never ahead of b: it writes over what was read
-		}
-		b = b[n:]
-	}
-	if len(rest) > 0 {
-		p.rest = append([]byte(nil), rest...)
-	}
+	p.rest = rest
 	return p
 }
 
